@@ -1,0 +1,50 @@
+# make run   set up on embedded defaults (SQLite, filesystem broker), import the sample data, serve + worker
+# make test  the whole test suite (set DATABASE_URL / REDIS_URL to run it on PostgreSQL and Redis)
+# make check lint, format, types and migrations
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The full data pack when it sits beside the checkout, else the sample shipped in tests/data.
+DATA ?= $(or $(KERNELINDEX_DATA),$(wildcard ../shared/data),tests/data)
+SEED := tests/seed/run-01a0352b.manifest.json
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run setup serve worker test check ci clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+setup: $(VENV)/.installed
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py import_runs $(DATA)
+	$(BIN)/python manage.py import_runs --redigest $(SEED)
+
+# The worker runs beside the server and stops with it (Ctrl-C).
+run: setup
+	@echo "KernelIndex on http://$(HOST):$(PORT)/ (Ctrl-C stops the server and the worker)"
+	trap 'kill 0' EXIT INT TERM; \
+	$(BIN)/celery -A kernelindex worker --loglevel=warning & \
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+serve: setup
+	$(BIN)/gunicorn kernelindex.wsgi --bind $(HOST):$(PORT) --workers 2
+
+worker: $(VENV)/.installed
+	$(BIN)/celery -A kernelindex worker --loglevel=info
+
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest
+
+check: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy .
+	$(BIN)/python manage.py makemigrations --check --dry-run
+
+clean:
+	rm -rf $(VENV) var staticfiles test-artifacts

@@ -1,0 +1,8 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class AttestationsConfig(AppConfig):
+    name = "attestations"
+    verbose_name = "Attestations and issue reports"

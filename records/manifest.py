@@ -1,0 +1,149 @@
+"""Manifests: a run with the documents it refers to, sealed under our digest recipe.
+
+A sealed document has been validated and canonicalised once; its digest is
+the sha256 of exactly the text that is stored and served.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from records.canonical import CanonicalizationError, canonical_text, digest_of_bytes, is_digest
+from records.errors import RecordError
+from records.schema import REFERENCE_FIELDS, ROLES, DocumentError, validate_document
+
+MANIFEST_ROLES = ("run", "protocol", "environment", "workload", "implementation")
+REQUIRED_ROLES = ("run", "protocol", "environment")
+
+
+@dataclass(frozen=True)
+class Sealed:
+    kind: str
+    name: str
+    value: dict[str, Any]
+    text: str
+    digest: str
+
+
+@dataclass(frozen=True)
+class RunItem:
+    """One run as a manifest: role -> sealed document, plus digests the source declared."""
+
+    line: int | None
+    documents: dict[str, Sealed]
+    declared_digests: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def run(self) -> Sealed:
+        return self.documents["run"]
+
+
+def seal(value: dict[str, Any], role: str) -> Sealed:
+    """Validate and canonicalise a document; raises DocumentError naming the field."""
+    envelope = validate_document(value, role)
+    try:
+        text = canonical_text(value)
+    except CanonicalizationError as error:
+        raise DocumentError(role, str(error)) from None
+    return Sealed(envelope.kind, envelope.metadata.name, value, text, digest_of_bytes(text.encode()))
+
+
+def assemble(
+    path: Path,
+    line: int | None,
+    run: dict[str, Any],
+    references: Mapping[str, Sealed | None],
+) -> RunItem:
+    """A run made by a source adapter: point it at its documents by digest, then seal it."""
+    documents = {role: document for role, document in references.items() if document is not None}
+    for role, document in documents.items():
+        run["spec"][REFERENCE_FIELDS[role]] = document.digest
+    try:
+        documents["run"] = seal(run, "run")
+    except DocumentError as error:
+        raise RecordError(path, line, error.field, error.message) from None
+    return RunItem(line, documents)
+
+
+def manifest_item(value: Any, path: Path, line: int | None, *, redigest: bool, prefix: str = "") -> RunItem:
+    """A manifest made elsewhere: check that every digest the run declares is the digest we compute.
+
+    With `redigest`, a run whose declared digests were made by another recipe
+    is pointed at our digests instead, and each declared value is kept.
+    """
+
+    def fail(field_name: str, message: str) -> RecordError:
+        return RecordError(path, line, f"{prefix}{field_name}", message)
+
+    if not isinstance(value, dict):
+        raise fail("", "a manifest is a JSON object with run, protocol and environment")
+    unknown = set(value) - set(MANIFEST_ROLES) - {"provenance"}
+    if unknown:
+        raise fail(sorted(unknown)[0], f"unknown manifest member; expected {', '.join(MANIFEST_ROLES)}")
+    for role in REQUIRED_ROLES:
+        if role not in value:
+            raise fail(role, "missing: a manifest needs run, protocol and environment")
+    declared = _declared_provenance(value.get("provenance"), fail)
+    sealed: dict[str, Sealed] = {}
+    try:
+        validate_document(value["run"], "run")
+        for role in MANIFEST_ROLES[1:]:
+            if value.get(role) is not None:
+                sealed[role] = seal(value[role], role)
+    except DocumentError as error:
+        raise fail(error.field, error.message) from None
+    run = copy.deepcopy(value["run"])
+    mismatches = []
+    for role, document in sealed.items():
+        reference = REFERENCE_FIELDS[role]
+        stated = run["spec"].get(reference)
+        if stated == document.digest:
+            continue
+        run["spec"][reference] = document.digest
+        if stated is not None:
+            declared[role] = stated
+            mismatches.append(
+                f"the run declares {ROLES[role]} digest {stated}, but the {role} document in this manifest "
+                f"digests to {document.digest}"
+            )
+    if mismatches and not redigest:
+        first = next(role for role in sealed if role in declared)
+        raise fail(
+            f"run.spec.{REFERENCE_FIELDS[first]}",
+            "; ".join(mismatches) + " (sha256 of the RFC 8785 form); import with --redigest to store the run "
+            "under our digests and keep each declared value as provenance",
+        )
+    try:
+        sealed["run"] = seal(run, "run")
+    except DocumentError as error:
+        raise fail(error.field, error.message) from None
+    return RunItem(line, sealed, declared)
+
+
+def _declared_provenance(provenance: Any, fail: Any) -> dict[str, str]:
+    if provenance is None:
+        return {}
+    declared = provenance.get("declaredDigests") if isinstance(provenance, dict) else None
+    if not isinstance(declared, dict) or set(provenance) != {"declaredDigests"}:
+        raise fail("provenance", "expected {declaredDigests: {role: digest}}")
+    for role, value in declared.items():
+        if role not in REFERENCE_FIELDS or not is_digest(value):
+            raise fail(f"provenance.declaredDigests.{role}", "expected a document role and a sha256 digest")
+    return dict(declared)
+
+
+def manifest_text(texts: dict[str, str], declared_digests: dict[str, str] | None = None) -> str:
+    """The canonical manifest, composed from the documents' canonical texts.
+
+    RFC 8785 writes an object as its members in sorted key order, each value
+    in its own canonical form, so joining the stored texts is exact: every
+    document appears in the manifest byte for byte as it was digested.
+    """
+    parts = {role: text for role, text in texts.items() if role in MANIFEST_ROLES}
+    if declared_digests:
+        parts["provenance"] = canonical_text({"declaredDigests": declared_digests})
+    return "{" + ",".join(f'"{key}":{parts[key]}' for key in sorted(parts)) + "}"

@@ -1,0 +1,305 @@
+"""The record schema `kernelindex.dev/v1alpha1`.
+
+Every record is `{apiVersion, kind, metadata{name,title,labels}, spec}`. These
+models validate documents; they never rewrite them: a document is digested in
+the form it arrived in, so fields this version does not know are kept.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from records.canonical import is_digest
+
+API_VERSION = "kernelindex.dev/v1alpha1"
+KINDS = ("BenchmarkRun", "BenchmarkProtocol", "ExecutionEnvironment", "Workload", "Implementation")
+ROLES = {
+    "run": "BenchmarkRun",
+    "protocol": "BenchmarkProtocol",
+    "environment": "ExecutionEnvironment",
+    "workload": "Workload",
+    "implementation": "Implementation",
+}
+# The run refers to each other document by digest, under these spec fields.
+REFERENCE_FIELDS = {
+    "protocol": "protocolDigest",
+    "environment": "environmentDigest",
+    "workload": "workloadDigest",
+    "implementation": "implementationDigest",
+}
+
+RUN_STATUSES = ("passed", "failed", "error", "timeout", "measured")
+# A run with one of these statuses has a latency that can be ranked.
+RANKABLE_STATUSES = ("passed", "measured")
+
+NonEmpty = Annotated[str, Field(min_length=1, max_length=500)]
+Name = Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9._@/+:=-]*$")]
+
+
+class Open(BaseModel):
+    """A spec part that keeps fields this version does not know."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Digest = Annotated[str, Field(min_length=71, max_length=71)]
+
+
+class Metadata(Closed):
+    name: Name
+    title: Annotated[str, Field(max_length=500)] | None = None
+    labels: dict[str, Annotated[str, Field(max_length=500)]] = {}
+
+
+# -- BenchmarkProtocol -------------------------------------------------------
+
+
+class Harness(Open):
+    name: NonEmpty
+    version: NonEmpty
+
+
+class Measurement(Open):
+    timer: NonEmpty
+    primaryStatistic: NonEmpty
+
+
+class Correctness(Open):
+    reference: NonEmpty
+    comparator: NonEmpty
+
+
+class Comparability(Open):
+    family: NonEmpty
+    notes: str | None = None
+
+
+class ProtocolSpec(Open):
+    harness: Harness
+    measurement: Measurement
+    correctness: Correctness
+    comparability: Comparability
+
+
+# -- ExecutionEnvironment ----------------------------------------------------
+
+
+class Hardware(Open):
+    vendor: NonEmpty
+    product: NonEmpty
+    architecture: NonEmpty | None = None
+
+
+class Software(Open):
+    libraries: dict[str, Annotated[str, Field(max_length=200)]] = {}
+
+
+class EnvironmentSpec(Open):
+    hardware: Hardware
+    software: Software | None = None
+
+
+# -- Workload ----------------------------------------------------------------
+
+
+class DefinitionRef(Open):
+    source: NonEmpty
+    name: NonEmpty
+    id: NonEmpty | None = None
+
+
+class WorkloadCase(Open):
+    uuid: NonEmpty | None = None
+    axes: dict[str, Any] = {}
+
+
+class WorkloadSpec(Open):
+    definition: DefinitionRef
+    cases: list[WorkloadCase] | None = None
+
+
+# -- Implementation ----------------------------------------------------------
+
+
+class Artifact(Open):
+    name: NonEmpty
+    url: NonEmpty | None = None
+    digest: Digest | None = None
+
+
+class ImplementationSpec(Open):
+    name: NonEmpty
+    project: NonEmpty | None = None
+    author: NonEmpty | None = None
+    revision: NonEmpty | None = None
+    artifacts: list[Artifact] = []
+
+
+# -- BenchmarkRun ------------------------------------------------------------
+
+
+class Timing(Open):
+    latencyNs: dict[str, NonNegative]
+    primaryStatistic: NonEmpty
+
+    @model_validator(mode="after")
+    def _primary_is_measured(self) -> Timing:
+        value = self.latencyNs.get(self.primaryStatistic)
+        if value is None:
+            raise ValueError(f"latencyNs has no value for the primary statistic {self.primaryStatistic!r}")
+        if value <= 0:
+            raise ValueError(f"latencyNs.{self.primaryStatistic} must be greater than zero")
+        return self
+
+
+class SourceNative(Open):
+    source: NonEmpty
+    externalId: NonEmpty
+    benchmark: NonEmpty | None = None
+    metrics: dict[str, Any] = {}
+
+    @field_validator("metrics")
+    @classmethod
+    def _finite_metrics(cls, metrics: dict[str, Any]) -> dict[str, Any]:
+        for key, value in metrics.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"{key} must be a finite number")
+        return metrics
+
+
+class CaseResult(Open):
+    status: NonEmpty
+    workload: NonEmpty | None = None
+    axes: dict[str, Any] = {}
+    latencyNs: Positive | None = None
+    referenceLatencyNs: Positive | None = None
+
+
+class RunSpec(Open):
+    status: Literal["passed", "failed", "error", "timeout", "measured"]
+    observedAt: NonEmpty | None = None
+    protocolDigest: Digest
+    environmentDigest: Digest
+    workloadDigest: Digest | None = None
+    implementationDigest: Digest | None = None
+    timing: Timing | None = None
+    sourceNative: SourceNative | None = None
+    cases: list[CaseResult] | None = None
+
+    @field_validator("protocolDigest", "environmentDigest", "workloadDigest", "implementationDigest")
+    @classmethod
+    def _digest_form(cls, value: str | None) -> str | None:
+        if value is not None and not is_digest(value):
+            raise ValueError("must be 'sha256:' followed by 64 lowercase hex digits")
+        return value
+
+    @field_validator("observedAt")
+    @classmethod
+    def _timestamp(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parsed = _parse_timestamp(value)
+        if parsed.tzinfo is None:
+            raise ValueError("must carry a timezone, e.g. 2026-04-20T20:30:41.723Z")
+        return value
+
+    @model_validator(mode="after")
+    def _ranked_runs_are_timed(self) -> RunSpec:
+        if self.status in RANKABLE_STATUSES and self.timing is None:
+            raise ValueError(f"a {self.status} run needs timing.latencyNs")
+        return self
+
+
+def _parse_timestamp(value: str) -> datetime:
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an ISO 8601 timestamp") from None
+
+
+class Envelope(Closed):
+    apiVersion: Literal["kernelindex.dev/v1alpha1"]
+    kind: Literal["BenchmarkRun", "BenchmarkProtocol", "ExecutionEnvironment", "Workload", "Implementation"]
+    metadata: Metadata
+    spec: dict[str, Any]
+
+
+SPEC_MODELS: dict[str, type[Open]] = {
+    "BenchmarkRun": RunSpec,
+    "BenchmarkProtocol": ProtocolSpec,
+    "ExecutionEnvironment": EnvironmentSpec,
+    "Workload": WorkloadSpec,
+    "Implementation": ImplementationSpec,
+}
+
+
+class DocumentError(ValueError):
+    """A document that does not follow the schema; `field` is a dotted path."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.message = message
+
+
+def validate_document(document: Any, role: str) -> Envelope:
+    """Check one document against its kind's model; raise DocumentError naming the field."""
+    if not isinstance(document, dict):
+        raise DocumentError(role, "must be a JSON object")
+    try:
+        envelope = Envelope.model_validate(document)
+    except ValidationError as error:
+        raise _document_error(role, error) from None
+    expected = ROLES.get(role)
+    if expected and envelope.kind != expected:
+        raise DocumentError(f"{role}.kind", f"must be {expected!r}, not {envelope.kind!r}")
+    try:
+        SPEC_MODELS[envelope.kind].model_validate(envelope.spec)
+    except ValidationError as error:
+        raise _document_error(f"{role}.spec", error) from None
+    return envelope
+
+
+def _document_error(prefix: str, error: ValidationError) -> DocumentError:
+    first = error.errors()[0]
+    location = ".".join(str(part) for part in first["loc"])
+    field = f"{prefix}.{location}" if location else prefix
+    message = first["msg"]
+    if first["type"] == "literal_error" and first["loc"] == ("kind",):
+        message = f"unknown kind {first['input']!r}; expected one of {', '.join(KINDS)}"
+    return DocumentError(field, message)
+
+
+def parse_timestamp(value: str) -> datetime:
+    return _parse_timestamp(value)
+
+
+SLUG_PATTERN = re.compile(r"[^a-z0-9]+")
+
+
+def slugify_name(text: str) -> str:
+    """'SOL-ExecBench B200 v1.0' -> 'sol-execbench-b200-v1-0' (a metadata.name)."""
+    return SLUG_PATTERN.sub("-", text.lower()).strip("-")
+
+
+def make_document(
+    kind: str, name: str, spec: dict[str, Any], title: str | None = None, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A document in the record envelope; empty parts are left out, not written as null."""
+    metadata: dict[str, Any] = {"name": name}
+    if title:
+        metadata["title"] = title
+    if labels:
+        metadata["labels"] = labels
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": spec}

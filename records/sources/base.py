@@ -1,0 +1,156 @@
+"""What every source adapter shares: the items it yields and the errors it raises.
+
+An adapter reads one import unit (a file, or a SOL-ExecBench problem folder)
+and yields items; it never touches a database. The first bad record raises a
+RecordError naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from records.canonical import parse_json
+from records.errors import RecordError
+from records.manifest import RunItem, Sealed, seal
+from records.schema import DocumentError
+
+Progress = Callable[[int], None] | None
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class CaseItem:
+    index: int
+    uuid: str
+    axes: dict[str, Any]
+    inputs: dict[str, Any]
+    tolerance: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class ReferenceItem:
+    """A reference row (SOL bound, scoring baseline): shown beside runs, never ranked."""
+
+    kind: str
+    hardware: str
+    latency_ns: float
+    per_case_ns: list[float]
+
+
+@dataclass(frozen=True)
+class DefinitionItem:
+    source: str
+    name: str
+    external_id: str
+    title: str
+    description: str
+    subset: str
+    hf_id: str
+    axes: dict[str, Any]
+    inputs: dict[str, Any]
+    outputs: dict[str, Any]
+    cases: list[CaseItem]
+    references: list[ReferenceItem]
+
+
+@dataclass(frozen=True)
+class BoardItem:
+    """A source's own public board for one definition: its score distribution, not runs."""
+
+    source: str
+    definition_external_id: str
+    hardware: str
+    stack_version: str
+    scores: list[float]
+    top_score: float | None
+    top_user: str
+
+
+@dataclass(frozen=True)
+class SkippedItem:
+    """Something the file holds that is deliberately not imported, with the reason."""
+
+    line: int | None
+    reason: str
+
+
+Item = RunItem | DefinitionItem | BoardItem | SkippedItem
+
+
+class Adapter(Protocol):
+    name: str
+
+    def read(self, path: Path, progress: Progress = None) -> Iterator[Item]: ...
+
+
+def read_json_file(path: Path) -> Any:
+    try:
+        return parse_json(path.read_bytes())
+    except json.JSONDecodeError as error:
+        raise RecordError(path, error.lineno, None, f"not valid JSON: {error.msg} (column {error.colno})") from None
+    except ValueError as error:
+        raise RecordError(path, None, None, f"not valid JSON: {error}") from None
+    except UnicodeDecodeError:
+        raise RecordError(path, None, None, "not UTF-8 text") from None
+
+
+def iter_json_lines(path: Path, progress: Progress = None) -> Iterator[tuple[int, Any]]:
+    """(line number, value) for each non-blank line of a JSONL file, streamed."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if progress:
+                progress(len(raw))
+            if not raw.strip():
+                continue
+            try:
+                yield number, parse_json(raw)
+            except json.JSONDecodeError as error:
+                raise RecordError(path, number, None, f"not valid JSON: {error.msg} (column {error.colno})") from None
+            except ValueError as error:
+                raise RecordError(path, number, None, f"not valid JSON: {error}") from None
+            except UnicodeDecodeError:
+                raise RecordError(path, number, None, "not UTF-8 text") from None
+
+
+def validate_record(model: type[M], value: Any, path: Path, line: int | None, prefix: str = "") -> M:
+    """Validate a raw source record; a failure names the source's own field."""
+    if not isinstance(value, Mapping):
+        raise RecordError(path, line, prefix or None, f"expected a JSON object, got {type(value).__name__}")
+    try:
+        return model.model_validate(value)
+    except ValidationError as error:
+        first = error.errors()[0]
+        location = ".".join(str(part) for part in first["loc"])
+        field_name = ".".join(part for part in (prefix, location) if part)
+        got = first.get("input")
+        detail = first["msg"]
+        if first["type"] != "missing" and not isinstance(got, (dict, list)):
+            detail = f"{detail} (got {json.dumps(got)})"
+        raise RecordError(path, line, field_name or None, detail) from None
+
+
+def seal_or_fail(value: dict[str, Any], role: str, path: Path, line: int | None) -> Sealed:
+    try:
+        return seal(value, role)
+    except DocumentError as error:
+        raise RecordError(path, line, error.field, error.message) from None
+
+
+def ms_to_ns(value: float) -> float | int:
+    """Milliseconds to nanoseconds, dropping float noise (0.175457 ms -> 175457 ns)."""
+    ns = round(value * 1_000_000, 3)
+    return int(ns) if ns.is_integer() else ns
+
+
+def utc_timestamp(value: str) -> str:
+    """Sources publish naive timestamps that are UTC: mark them so, never shift them."""
+    has_offset = value[-6:-5] in {"+", "-"} and value[-3:-2] == ":"
+    if value.endswith("Z") or has_offset:
+        return value
+    return value + "Z"

@@ -1,0 +1,92 @@
+"""python manage.py import_runs PATH... [--source SOURCE] [--redigest]"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from records.errors import RecordError
+from records.sources import SOURCES, ImportUnit, discover
+from runs.ingest import ImportResult, import_unit, record_failure
+
+# Below this size a progress bar is noise.
+PROGRESS_MIN_BYTES = 4 * 1024 * 1024
+
+
+class Command(BaseCommand):
+    help = (
+        "Import benchmark runs from source files or folders. Each file is imported whole or not at all; "
+        "importing the same files again changes nothing."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("paths", nargs="+", type=Path, help="files or folders (folders are walked)")
+        parser.add_argument("--source", choices=sorted(SOURCES), help="the source's format; detected when left out")
+        parser.add_argument(
+            "--redigest",
+            action="store_true",
+            help="for manifests whose declared digests were made by another recipe: store them under "
+            "KernelIndex's digests and keep each declared value as provenance",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            units = discover(options["paths"], source=options["source"], redigest=options["redigest"])
+        except RecordError as error:
+            raise CommandError(str(error)) from None
+        if not units:
+            raise CommandError("no JSON or JSONL files found under the given paths")
+        failures = 0
+        total = ImportResult("all", "")
+        for unit in units:
+            try:
+                result = self._import(unit)
+            except RecordError as error:
+                failures += 1
+                record_failure(unit, error)
+                self.stderr.write(f"error: {error}\n  nothing from {unit.path} was written")
+                continue
+            total.add(result)
+            if options["verbosity"] >= 2 or result.skipped:
+                self.stdout.write(describe(result))
+        if options["verbosity"] >= 1 and failures < len(units):
+            self.stdout.write(f"{len(units) - failures} of {len(units)} files imported: " + summary(total))
+        if failures == len(units):
+            raise CommandError(
+                "nothing was imported" if failures == 1 else f"all {failures} files failed; nothing was imported"
+            )
+        if failures:
+            raise CommandError(f"{failures} of {len(units)} files failed; the other files were imported")
+
+    def _import(self, unit: ImportUnit) -> ImportResult:
+        size = unit.path.stat().st_size if unit.path.is_file() else 0
+        if size < PROGRESS_MIN_BYTES:
+            return import_unit(unit)
+        with tqdm(total=size, unit="B", unit_scale=True, desc=unit.path.name, file=sys.stderr, disable=None) as bar:
+            return import_unit(unit, progress=bar.update)
+
+
+def describe(result: ImportResult) -> str:
+    return f"{result.path} [{result.source}]: " + summary(result)
+
+
+def summary(result: ImportResult) -> str:
+    parts = []
+    if result.runs:
+        parts.append(
+            f"{result.runs} runs ({result.created} new, {result.updated} updated, {result.unchanged} unchanged)"
+        )
+    if result.definitions:
+        parts.append(f"{result.definitions} definition{'s' if result.definitions != 1 else ''} updated")
+    if result.boards:
+        parts.append(f"{result.boards} board snapshots")
+    parts.extend(f"skipped {reason}" for reason in result.skipped)
+    return "; ".join(parts) or "nothing new"
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

@@ -1,0 +1,281 @@
+"""The run index: immutable documents by digest, and the rows the pages query.
+
+`Document` rows are the record of truth and are never edited. `Run` and the
+tables around it are an index over them, rebuilt the same way from the same
+manifests; a changed source record adds a `RunVersion`, never an edit of a
+stored document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+
+from records.canonical import DIGEST_LENGTH, parse_json
+from records.sources import display_external_id, source_title
+
+
+class Document(models.Model):
+    digest = models.CharField(primary_key=True, max_length=DIGEST_LENGTH)
+    kind = models.CharField(max_length=32)
+    name = models.CharField(max_length=253)
+    canonical = models.TextField(help_text="RFC 8785 form; the digest is the sha256 of exactly this text.")
+    stored_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name} ({self.digest[:19]})"
+
+    @property
+    def value(self) -> Any:
+        return parse_json(self.canonical)
+
+
+class Definition(models.Model):
+    """A benchmark definition (an operator and its cases) as one source names it."""
+
+    source = models.CharField(max_length=32)
+    name = models.CharField(max_length=255)
+    external_id = models.CharField(max_length=64, blank=True)
+    title = models.CharField(max_length=255)
+    description = models.TextField(blank=True)
+    subset = models.CharField(max_length=64, blank=True)
+    hf_id = models.CharField(max_length=255, blank=True)
+    axes = models.JSONField(default=dict, blank=True)
+    inputs = models.JSONField(default=dict, blank=True)
+    outputs = models.JSONField(default=dict, blank=True)
+    case_count = models.PositiveIntegerField(default=0)
+    content_digest = models.CharField(max_length=DIGEST_LENGTH, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "name"], name="definition_source_name")]
+        indexes = [models.Index(fields=["source", "external_id"])]
+
+    def __str__(self) -> str:
+        return self.title
+
+    def get_absolute_url(self) -> str:
+        return reverse("runs:definition", args=[self.source, self.name])
+
+    @property
+    def source_title(self) -> str:
+        return source_title(self.source)
+
+
+class WorkloadCase(models.Model):
+    definition = models.ForeignKey(Definition, on_delete=models.CASCADE, related_name="cases")
+    index = models.PositiveIntegerField()
+    uuid = models.CharField(max_length=64)
+    axes = models.JSONField(default=dict)
+    inputs = models.JSONField(default=dict)
+    tolerance = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["definition", "index"]
+        constraints = [models.UniqueConstraint(fields=["definition", "index"], name="case_definition_index")]
+
+    def __str__(self) -> str:
+        return f"{self.definition.name} case {self.index}"
+
+
+class ReferenceRow(models.Model):
+    """A reference latency for a definition on one GPU: shown in its groups, never ranked."""
+
+    class Kind(models.TextChoices):
+        SOL_BOUND = "sol_bound", "SOL bound"
+        SCORING_BASELINE = "scoring_baseline", "scoring baseline"
+        REFERENCE = "reference", "reference implementation"
+
+    definition = models.ForeignKey(Definition, on_delete=models.CASCADE, related_name="references")
+    hardware = models.CharField(max_length=200)
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    latency_ns = models.FloatField()
+    per_case_ns = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["latency_ns"]
+        constraints = [
+            models.UniqueConstraint(fields=["definition", "hardware", "kind"], name="reference_definition_kind")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} for {self.definition.name} on {self.hardware}"
+
+
+class ComparisonGroup(models.Model):
+    """Runs that are truly comparable: same workload, protocol family and version, hardware."""
+
+    key = models.CharField(max_length=DIGEST_LENGTH, unique=True)
+    definition = models.ForeignKey(Definition, null=True, blank=True, on_delete=models.SET_NULL, related_name="groups")
+    family = models.CharField(max_length=100)
+    harness = models.CharField(max_length=200)
+    harness_version = models.CharField(max_length=100)
+    hardware = models.CharField(max_length=200)
+    architecture = models.CharField(max_length=32, blank=True)
+    native_order = models.CharField(
+        max_length=32, blank=True, help_text="The source's own ranking metric (higher first), if it publishes one."
+    )
+
+    def __str__(self) -> str:
+        return f"{self.definition or 'unknown definition'} · {self.hardware} · {self.harness} {self.harness_version}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("runs:group", args=[self.key])
+
+
+class SourceBoard(models.Model):
+    """A source's public board for one definition: its score distribution, not runs."""
+
+    source = models.CharField(max_length=32)
+    definition_external_id = models.CharField(max_length=64)
+    hardware = models.CharField(max_length=200)
+    stack_version = models.CharField(max_length=100)
+    scores = models.JSONField(default=list)
+    top_score = models.FloatField(null=True, blank=True)
+    top_user = models.CharField(max_length=255, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source", "definition_external_id", "hardware", "stack_version"], name="board_identity"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source} board for {self.definition_external_id} on {self.hardware}"
+
+    def rank_of(self, score: float) -> int | None:
+        """1 + the entries scoring higher; None when the score is not on this board."""
+        if not any(abs(entry - score) < 1e-9 for entry in self.scores):
+            return None
+        return 1 + sum(1 for entry in self.scores if entry > score + 1e-9)
+
+
+class ImportLog(models.Model):
+    """One import unit (a file or a problem folder) as it was read."""
+
+    path = models.CharField(max_length=1000)
+    source = models.CharField(max_length=32)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    created = models.PositiveIntegerField(default=0)
+    updated = models.PositiveIntegerField(default=0)
+    unchanged = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.path} ({self.started_at:%Y-%m-%d %H:%M})"
+
+
+class RunQuerySet(models.QuerySet["Run"]):
+    def listed(self) -> RunQuerySet:
+        return self.filter(withdrawn_at__isnull=True)
+
+    def rankable(self) -> RunQuerySet:
+        return self.listed().filter(status__in=Run.RANKABLE_STATUSES, latency_ns__isnull=False)
+
+    def newest_first(self) -> RunQuerySet:
+        return self.order_by("-published_at", "-observed_at", "-id")
+
+
+class Run(models.Model):
+    """A run's permalink and the index fields of its current version."""
+
+    RANKABLE_STATUSES = ("passed", "measured")
+
+    class Status(models.TextChoices):
+        PASSED = "passed"
+        FAILED = "failed"
+        ERROR = "error"
+        TIMEOUT = "timeout"
+        MEASURED = "measured"
+
+    class Evidence(models.TextChoices):
+        REPORTED = "reported"
+        REPRODUCED = "reproduced"
+        NOT_REPRODUCED = "not_reproduced", "not reproduced"
+
+    run_id = models.CharField(max_length=16, unique=True)
+    source = models.CharField(max_length=32)
+    external_id = models.CharField(max_length=255)
+    digest = models.CharField(max_length=DIGEST_LENGTH, help_text="The current version's run document.")
+    protocol_digest = models.CharField(max_length=DIGEST_LENGTH)
+    environment_digest = models.CharField(max_length=DIGEST_LENGTH)
+    workload_digest = models.CharField(max_length=DIGEST_LENGTH, blank=True)
+    implementation_digest = models.CharField(max_length=DIGEST_LENGTH, blank=True)
+    declared_digests = models.JSONField(default=dict, blank=True)
+
+    definition = models.ForeignKey(Definition, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    group = models.ForeignKey(ComparisonGroup, on_delete=models.PROTECT, related_name="runs")
+    title = models.CharField(max_length=500)
+    implementation_name = models.CharField(max_length=255)
+    project = models.CharField(max_length=255, blank=True)
+    hardware = models.CharField(max_length=200)
+
+    status = models.CharField(max_length=16, choices=Status.choices)
+    evidence = models.CharField(max_length=16, choices=Evidence.choices, default=Evidence.REPORTED)
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+    withdrawn_reason = models.TextField(blank=True)
+
+    primary_statistic = models.CharField(max_length=32)
+    latency_ns = models.FloatField(null=True, blank=True)
+    source_score = models.FloatField(null=True, blank=True)
+    source_rank = models.PositiveIntegerField(null=True, blank=True)
+    on_public_board = models.BooleanField(default=True)
+
+    observed_at = models.DateTimeField(null=True, blank=True)
+    published_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "external_id"], name="run_source_external_id")]
+        indexes = [
+            models.Index(fields=["group", "latency_ns"], name="run_group_latency", condition=Q(withdrawn_at=None)),
+            models.Index(fields=["group", "source_rank"], name="run_group_source_rank"),
+            models.Index(fields=["-published_at", "-observed_at", "-id"], name="run_newest"),
+            models.Index(fields=["definition"], name="run_definition"),
+            models.Index(fields=["source", "-published_at"], name="run_source_newest"),
+            models.Index(fields=["hardware"], name="run_hardware"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Run {self.run_id}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("runs:detail", args=[self.run_id])
+
+    @property
+    def source_title(self) -> str:
+        return source_title(self.source)
+
+    @property
+    def display_external_id(self) -> str:
+        return display_external_id(self.source, self.external_id)
+
+    @property
+    def is_rankable(self) -> bool:
+        return self.withdrawn_at is None and self.status in self.RANKABLE_STATUSES and self.latency_ns is not None
+
+
+class RunVersion(models.Model):
+    """Every run document a run has had; the newest one is the run's current digest."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="versions")
+    digest = models.CharField(max_length=DIGEST_LENGTH)
+    declared_digests = models.JSONField(default=dict, blank=True)
+    import_log = models.ForeignKey(ImportLog, null=True, blank=True, on_delete=models.SET_NULL)
+    source_line = models.PositiveIntegerField(null=True, blank=True)
+    imported_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-imported_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["run", "digest"], name="run_version_digest")]
+
+    def __str__(self) -> str:
+        return f"{self.run} {self.digest[:19]}"
