@@ -187,11 +187,15 @@ CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = (
         "data_folder_in": str(VAR_DIR / "broker"),
         "data_folder_out": str(VAR_DIR / "broker"),
         "processed_folder": str(VAR_DIR / "broker-processed"),
+        "control_folder": str(VAR_DIR / "broker-control"),
         "store_processed": False,
     }
     if CELERY_BROKER_URL == "filesystem://"
     else {"visibility_timeout": 3600}
 )
+if CELERY_BROKER_URL == "filesystem://":
+    for folder in ("broker", "broker-processed", "broker-control"):
+        (VAR_DIR / folder).mkdir(exist_ok=True)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -98,8 +98,11 @@ LEADING_INDEX = re.compile(r"^\d+_")
 
 
 def definition_title(name: str) -> str:
-    """'017_moe_expert_swiglu_with_down_projection_backward' -> 'MoE expert SwiGLU with down projection backward'."""
-    stem = LEADING_INDEX.sub("", name.removesuffix(".py")).strip("_")
+    """'017_moe_expert_swiglu_with_down_projection_backward' -> 'MoE expert SwiGLU with down projection backward'.
+
+    Path-like names ('level1/1_Square_matrix_multiplication_.py') are titled by their last part.
+    """
+    stem = LEADING_INDEX.sub("", name.rsplit("/", 1)[-1].removesuffix(".py")).strip("_")
     words = [w for w in re.split(r"[_\s]+", stem) if w]
     if not words:
         return name

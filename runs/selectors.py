@@ -1,19 +1,55 @@
-"""Reads that several views and commands share."""
+"""Reads that views and commands share. Every URL lookup goes through a *_or_404 helper."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Case, F, IntegerField, Q, QuerySet, Value, When, Window
+from django.db.models.functions import Rank
+from django.http import Http404
 
 from records.canonical import parse_json
 from records.manifest import manifest_text
 from records.schema import REFERENCE_FIELDS
-from runs.models import Document, Run, RunVersion
+from runs.models import ComparisonGroup, Definition, Document, ReferenceRow, Run, RunQuerySet, RunVersion, SourceBoard
 
 EXPORT_CHUNK = 1000
+CHART_POINTS = 400
+
+
+def get_run_or_404(run_id: str) -> Run:
+    """The one lookup every run URL goes through."""
+    try:
+        return Run.objects.select_related("definition", "group").get(run_id=run_id)
+    except Run.DoesNotExist:
+        raise Http404(f"No run {run_id!r}") from None
+
+
+def get_group_or_404(key: str) -> ComparisonGroup:
+    try:
+        return ComparisonGroup.objects.select_related("definition").get(key=key)
+    except ComparisonGroup.DoesNotExist:
+        raise Http404(f"No comparison group {key!r}") from None
+
+
+def get_definition_or_404(source: str, name: str) -> Definition:
+    try:
+        return Definition.objects.get(source=source, name=name)
+    except Definition.DoesNotExist:
+        raise Http404(f"No definition {name!r} from {source!r}") from None
+
+
+def get_document_or_404(digest: str) -> Document:
+    try:
+        return Document.objects.get(digest=digest)
+    except Document.DoesNotExist:
+        raise Http404(f"No document {digest!r}") from None
+
+
+# -- documents and manifests --------------------------------------------------
 
 
 def references_of(run_document: dict[str, Any]) -> dict[str, str]:
@@ -54,3 +90,95 @@ def iter_version_manifests() -> Iterator[str]:
                 if digest in others:
                     texts[role] = others[digest].canonical
             yield manifest_text(texts, declared)
+
+
+# -- ranks ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    """A run's place in its comparison group, and which order says so."""
+
+    position: int | None
+    source_native: bool
+    reason: str
+    top: Run | None
+
+    @property
+    def order_name(self) -> str:
+        return "source-native comparison" if self.source_native else "KernelIndex comparison"
+
+
+def uses_source_order(group: ComparisonGroup) -> bool:
+    """A group is ordered as its source orders it when the source publishes an order and a board."""
+    return bool(group.native_order) and group.runs.filter(source_rank__isnull=False).exists()
+
+
+def run_rank(run: Run) -> RankInfo:
+    group = run.group
+    if run.withdrawn_at is not None:
+        return RankInfo(None, False, "Not ranked: this run was withdrawn.", None)
+    if group.native_order and run.source_rank is not None:
+        return RankInfo(run.source_rank, True, "", _top_by_source(group))
+    if group.native_order and not run.on_public_board:
+        return RankInfo(None, True, "Not ranked: a private submission, never on the source's public board.", None)
+    if not run.is_rankable:
+        return RankInfo(None, False, f"Not ranked: the run {run.get_status_display().lower()}.", None)
+    ahead = Run.objects.rankable().filter(group=group, latency_ns__lt=run.latency_ns).count()
+    return RankInfo(ahead + 1, False, "", _top_by_latency(group))
+
+
+def _top_by_source(group: ComparisonGroup) -> Run | None:
+    return group.runs.listed().exclude(source_rank=None).order_by("source_rank", "-source_score", "id").first()
+
+
+def _top_by_latency(group: ComparisonGroup) -> Run | None:
+    return Run.objects.rankable().filter(group=group).order_by("latency_ns", "id").first()
+
+
+def leaderboard(group: ComparisonGroup, source_order: bool) -> RunQuerySet:
+    """Runs of a group in rank order, annotated with `position` (None when not ranked)."""
+    runs = group.runs.listed().select_related("definition")
+    if source_order:
+        return runs.annotate(position=F("source_rank")).order_by(
+            F("source_rank").asc(nulls_last=True), "-source_score", "latency_ns", "id"
+        )
+    ranked = Q(status__in=Run.RANKABLE_STATUSES, latency_ns__isnull=False)
+    runs = runs.annotate(
+        unranked=Case(When(ranked, then=Value(0)), default=Value(1), output_field=IntegerField()),
+        window_rank=Window(Rank(), partition_by=[F("unranked")], order_by=F("latency_ns").asc()),
+    )
+    return runs.order_by("unranked", F("latency_ns").asc(nulls_last=True), "id")
+
+
+def references_for(group: ComparisonGroup) -> list[ReferenceRow]:
+    if group.definition_id is None:
+        return []
+    return list(ReferenceRow.objects.filter(definition_id=group.definition_id, hardware=group.hardware))
+
+
+def board_for(group: ComparisonGroup) -> SourceBoard | None:
+    definition = group.definition
+    if definition is None or not group.native_order or not definition.external_id:
+        return None
+    return SourceBoard.objects.filter(
+        source=definition.source,
+        definition_external_id=definition.external_id,
+        hardware=group.hardware,
+        stack_version=group.harness_version,
+    ).first()
+
+
+def chart_latencies(group: ComparisonGroup, highlight: Run | None) -> list[tuple[str, float]]:
+    """(run id, latency) for the fastest runs of a group, plus the highlighted one wherever it is."""
+    rows: list[tuple[str, float]] = [
+        (run_id, float(ns or 0))
+        for run_id, ns in Run.objects.rankable()
+        .filter(group=group)
+        .order_by("latency_ns", "id")
+        .values_list("run_id", "latency_ns")[:CHART_POINTS]
+    ]
+    if highlight is not None and highlight.is_rankable and all(rid != highlight.run_id for rid, _ in rows):
+        assert highlight.latency_ns is not None
+        rows.append((highlight.run_id, highlight.latency_ns))
+    return rows

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 
 from runs import views
 
@@ -8,7 +8,18 @@ app_name = "runs"
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("index.json", views.home_json, name="home_json"),
+    path("runs/<str:run_id>.json", views.run_json, name="detail_json"),
     path("runs/<str:run_id>", views.run_detail, name="detail"),
-    path("definitions/<str:source>/<path:name>", views.definition_detail, name="definition"),
+    path("documents/<str:digest>.json", views.document_json, name="document"),
+    path("groups/<str:key>.json", views.group_json, name="group_json"),
     path("groups/<str:key>", views.group_detail, name="group"),
+    # Definition names may hold slashes (KernelBench's "level1/1_Square_matrix_multiplication_.py").
+    re_path(r"^definitions/(?P<source>[^/]+)/(?P<name>.+)\.json$", views.definition_json, name="definition_json"),
+    re_path(r"^definitions/(?P<source>[^/]+)/(?P<name>.+)$", views.definition_detail, name="definition"),
+    path("sources/<str:key>.json", views.source_json, name="source_json"),
+    path("sources/<str:key>", views.source_detail, name="source"),
+    path("compare", views.compare_form, name="compare_form"),
+    path("compare/<str:a>/<str:b>.json", views.compare_json, name="compare_json"),
+    path("compare/<str:a>/<str:b>", views.compare, name="compare"),
 ]

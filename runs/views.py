@@ -1,45 +1,489 @@
+"""Public pages. Each has a `.json` twin built from the same query."""
+
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.conf import settings
 from django.core.paginator import Page, Paginator
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.db.models import Count, Min
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
 
-from runs.models import Run
+from records.canonical import is_digest
+from records.sources import SOURCES, SourceInfo
+from runs import display
+from runs.charts import Mark, StripChart, latency_chart, score_chart
+from runs.citations import Citation
+from runs.forms import CompareForm, RunSearchForm
+from runs.http import HtmxHttpRequest
+from runs.models import ComparisonGroup, Definition, Document, Run
+from runs.selectors import (
+    board_for,
+    chart_latencies,
+    get_definition_or_404,
+    get_document_or_404,
+    get_group_or_404,
+    get_run_or_404,
+    leaderboard,
+    references_for,
+    run_documents,
+    run_manifest_text,
+    run_rank,
+    uses_source_order,
+)
+from runs.templatetags.kernelindex import latency
+
+JSON_CONTENT_TYPE = "application/json"
 
 
-def _run_or_404(run_id: str) -> Run:
-    try:
-        return Run.objects.select_related("definition", "group").get(run_id=run_id)
-    except Run.DoesNotExist:
-        raise Http404(f"No run {run_id!r}") from None
-
-
-def _page(request: HttpRequest, paginator: Paginator[Any]) -> Page[Any]:
+def _page(request: HttpRequest, items: Any, per_page: int | None = None) -> Page[Any]:
     """The requested page; a malformed or out-of-range number gets the nearest real page."""
-    return paginator.get_page(request.GET.get("page"))
+    return Paginator(items, per_page or settings.RUNS_PER_PAGE).get_page(request.GET.get("page"))
+
+
+def _pagination_json(request: HttpRequest, page: Page[Any]) -> dict[str, Any]:
+    def link(number: int) -> str:
+        query = request.GET.copy()
+        query["page"] = str(number)
+        return request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+
+    return {
+        "count": page.paginator.count,
+        "page": page.number,
+        "pages": page.paginator.num_pages,
+        "next": link(page.next_page_number()) if page.has_next() else None,
+        "previous": link(page.previous_page_number()) if page.has_previous() else None,
+    }
+
+
+def run_summary(run: Run, position: int | None = None) -> dict[str, Any]:
+    """A run as list pages serve it in JSON."""
+    summary = {
+        "runId": run.run_id,
+        "url": run.get_absolute_url(),
+        "source": run.source,
+        "externalId": run.external_id,
+        "digest": run.digest,
+        "definition": run.definition.name if run.definition else None,
+        "implementation": run.implementation_name,
+        "hardware": run.hardware,
+        "status": run.status,
+        "evidence": run.evidence,
+        "primaryStatistic": run.primary_statistic,
+        "latencyNs": run.latency_ns,
+        "sourceScore": run.source_score,
+        "observedAt": run.observed_at.isoformat() if run.observed_at else None,
+        "publishedAt": run.published_at.isoformat(),
+    }
+    if position is not None or hasattr(run, "position"):
+        summary["rank"] = position
+    return summary
+
+
+# -- home ----------------------------------------------------------------------
 
 
 @require_GET
-def home(request: HttpRequest) -> HttpResponse:
-    runs = Run.objects.listed().newest_first().select_related("definition")
-    page = _page(request, Paginator(runs, settings.RUNS_PER_PAGE))
-    return render(request, "runs/home.html", {"page": page})
+@vary_on_headers("HX-Request")
+def home(request: HtmxHttpRequest) -> HttpResponse:
+    form, page = _search(request)
+    status = 400 if form.errors else 200
+    template = "runs/home.html#results" if request.htmx else "runs/home.html"
+    return render(request, template, {"form": form, "page": page}, status=status)
+
+
+@require_GET
+def home_json(request: HttpRequest) -> JsonResponse:
+    form, page = _search(request)
+    return JsonResponse(
+        {
+            **_pagination_json(request, page),
+            "filters": {name: value for name, value in form.cleaned_data.items() if value},
+            "errors": {name: [str(e) for e in errors] for name, errors in form.errors.items()},
+            "runs": [run_summary(run) for run in page.object_list],
+        },
+        status=400 if form.errors else 200,
+    )
+
+
+def _search(request: HttpRequest) -> tuple[RunSearchForm, Page[Any]]:
+    form = RunSearchForm(request.GET or None)
+    if form.is_bound:
+        form.is_valid()  # invalid fields are reported and left out; the valid ones still filter
+    else:
+        form.cleaned_data = {}
+    runs = form.filter(Run.objects.listed().newest_first().select_related("definition"))
+    return form, _page(request, runs)
+
+
+# -- the run page ------------------------------------------------------------------
 
 
 @require_GET
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
-    return render(request, "runs/run_detail.html", {"run": _run_or_404(run_id)})
+    run = get_run_or_404(run_id)
+    documents = run_documents(run)
+    values = {role: document.value for role, document in documents.items()}
+    return render(request, "runs/run_detail.html", _run_context(request, run, documents, values))
+
+
+def _run_context(
+    request: HttpRequest, run: Run, documents: dict[str, Document], values: dict[str, Any]
+) -> dict[str, Any]:
+    from attestations.forms import empty_forms
+    from attestations.selectors import approved_attestations
+
+    run_doc, protocol, environment = values["run"], values.get("protocol", {}), values.get("environment", {})
+    workload, implementation = values.get("workload"), values.get("implementation")
+    cases = display.case_count(run_doc, workload, run.definition.case_count if run.definition else 0)
+    manifest = run_manifest_text(run, documents)
+    note_form, report_form = empty_forms()
+    return {
+        "run": run,
+        "rank": run_rank(run),
+        "documents": documents,
+        "source_summary": display.source_native_summary(run_doc),
+        "identity": display.implementation_rows(implementation, run.title, run.source, run.external_id),
+        "workload_line": display.workload_line(cases, run.primary_statistic),
+        "correctness": display.correctness_sentence(run_doc, protocol, run.evidence),
+        "comparator": (display.spec_of(protocol).get("correctness") or {}).get("comparator", ""),
+        "comparator_description": display.comparator_description(protocol),
+        "measurements": display.measurements(run_doc),
+        "case_results": display.spec_of(run_doc).get("cases") or [],
+        "protocol_rows": display.protocol_rows(protocol),
+        "environment_rows": display.environment_rows(environment),
+        "artifacts": display.artifacts(implementation),
+        "versions": list(run.versions.all()),
+        "manifest_pretty": json.dumps(json.loads(manifest), indent=2, ensure_ascii=False),
+        "citation": _citation(
+            request,
+            run,
+            display.implementation_rows(implementation, run.title, run.source, run.external_id)["implementation"],
+        ),
+        "attestations": approved_attestations(run),
+        "note_form": note_form,
+        "report_form": report_form,
+    }
+
+
+def _citation(request: HttpRequest, run: Run, author: str) -> Citation:
+    definition = run.definition.title if run.definition else run.title
+    return Citation(
+        run_id=run.run_id,
+        title=f"Run {run.run_id}: {definition} on {run.hardware}",
+        author=author,
+        permalink=f"{settings.SITE_URL}{run.get_absolute_url()}",
+        digest=run.digest,
+        published=run.published_at.date(),
+        accessed=timezone.now().date(),
+    )
+
+
+@require_GET
+def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
+    """The run's canonical manifest, byte for byte the form its digests are computed on."""
+    run = get_run_or_404(run_id)
+    response = HttpResponse(run_manifest_text(run, run_documents(run)), content_type=JSON_CONTENT_TYPE)
+    response["Content-Disposition"] = f'inline; filename="run-{run.run_id}.manifest.json"'
+    return response
+
+
+@require_GET
+def document_json(request: HttpRequest, digest: str) -> HttpResponse:
+    """Any stored document, in the exact canonical form its digest covers."""
+    if not is_digest(digest):
+        raise Http404("Not a document digest")
+    return HttpResponse(get_document_or_404(digest).canonical, content_type=JSON_CONTENT_TYPE)
+
+
+# -- comparison groups -------------------------------------------------------------
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def group_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
+    context = _group_context(request, get_group_or_404(key))
+    template = "runs/group_detail.html#leaderboard" if request.htmx else "runs/group_detail.html"
+    return render(request, template, context)
+
+
+@require_GET
+def group_json(request: HttpRequest, key: str) -> JsonResponse:
+    context = _group_context(request, get_group_or_404(key))
+    group: ComparisonGroup = context["group"]
+    board = context["board"]
+    return JsonResponse(
+        {
+            "key": group.key,
+            "definition": group.definition.name if group.definition else None,
+            "hardware": group.hardware,
+            "architecture": group.architecture,
+            "comparabilityFamily": group.family,
+            "harness": group.harness,
+            "harnessVersion": group.harness_version,
+            "order": "source-native" if context["source_order"] else "latency",
+            "references": [
+                {"kind": ref.kind, "label": ref.get_kind_display(), "latencyNs": ref.latency_ns}
+                for ref in context["references"]
+            ],
+            "board": {"scores": board.scores, "topScore": board.top_score, "topUser": board.top_user}
+            if board
+            else None,
+            **_pagination_json(request, context["page"]),
+            "runs": [run_summary(run, run.position) for run in context["page"].object_list],
+        }
+    )
+
+
+def _group_context(request: HttpRequest, group: ComparisonGroup) -> dict[str, Any]:
+    source_order = uses_source_order(group)
+    page = _page(request, leaderboard(group, source_order))
+    for run in page.object_list:
+        run.position = run.position if source_order else (run.window_rank if run.unranked == 0 else None)
+    highlight = _highlighted_run(request, group)
+    references = references_for(group)
+    board = board_for(group)
+    return {
+        "group": group,
+        "source_order": source_order,
+        "page": page,
+        "references": references,
+        "board": board,
+        "highlight": highlight,
+        "latency_chart": _latency_chart(group, highlight, references),
+        "score_chart": _score_chart(board, highlight),
+    }
+
+
+def _highlighted_run(request: HttpRequest, group: ComparisonGroup) -> Run | None:
+    """?run=<id> highlights a run; an id from elsewhere is ignored rather than an error."""
+    run_id = request.GET.get("run", "")
+    if not run_id or len(run_id) > 16:
+        return None
+    return Run.objects.filter(group=group, run_id=run_id).first()
+
+
+def _latency_chart(group: ComparisonGroup, highlight: Run | None, references: list[Any]) -> StripChart | None:
+    marks = [
+        Mark(
+            ns,
+            f"{run_id}: {latency(ns)}",
+            reverse("runs:detail", args=[run_id]),
+            highlight is not None and run_id == highlight.run_id,
+        )
+        for run_id, ns in chart_latencies(group, highlight)
+    ]
+    lines = [(ref.kind, ref.get_kind_display(), ref.latency_ns) for ref in references]
+    return latency_chart("Latency of the group's ranked runs", marks, lines)
+
+
+def _score_chart(board: Any, highlight: Run | None) -> StripChart | None:
+    if board is None:
+        return None
+    marks = [Mark(score, f"board entry: SOL {score:.4f}") for score in board.scores]
+    if highlight is not None and highlight.source_score is not None:
+        marks.append(
+            Mark(
+                highlight.source_score,
+                f"{highlight.run_id}: SOL {highlight.source_score:.4f}",
+                highlight.get_absolute_url(),
+                True,
+            )
+        )
+    return score_chart("SOL scores on the source's public board", marks)
+
+
+# -- definitions and sources -------------------------------------------------------
 
 
 @require_GET
 def definition_detail(request: HttpRequest, source: str, name: str) -> HttpResponse:
-    raise Http404("Definition pages are not built yet")
+    return render(request, "runs/definition_detail.html", _definition_context(get_definition_or_404(source, name)))
 
 
 @require_GET
-def group_detail(request: HttpRequest, key: str) -> HttpResponse:
-    raise Http404("Group pages are not built yet")
+def definition_json(request: HttpRequest, source: str, name: str) -> JsonResponse:
+    context = _definition_context(get_definition_or_404(source, name))
+    definition: Definition = context["definition"]
+    return JsonResponse(
+        {
+            "source": definition.source,
+            "name": definition.name,
+            "externalId": definition.external_id,
+            "title": definition.title,
+            "description": definition.description,
+            "subset": definition.subset,
+            "axes": definition.axes,
+            "inputs": definition.inputs,
+            "outputs": definition.outputs,
+            "cases": [
+                {
+                    "index": case.index,
+                    "uuid": case.uuid,
+                    "axes": case.axes,
+                    "tolerance": case.tolerance,
+                    "references": case.references,
+                }
+                for case in context["cases"]
+            ],
+            "groups": [
+                {
+                    "key": group.key,
+                    "url": group.get_absolute_url(),
+                    "hardware": group.hardware,
+                    "harness": group.harness,
+                    "harnessVersion": group.harness_version,
+                    "comparabilityFamily": group.family,
+                    "runs": group.run_count,
+                    "bestLatencyNs": group.best_latency,
+                }
+                for group in context["groups"]
+            ],
+        }
+    )
+
+
+def _definition_context(definition: Definition) -> dict[str, Any]:
+    references = list(definition.references.all())
+    cases = list(definition.cases.all())
+    for case in cases:
+        case.references = {  # type: ignore[attr-defined]
+            f"{ref.get_kind_display()} ({ref.hardware})": ref.per_case_ns[case.index]
+            for ref in references
+            if case.index < len(ref.per_case_ns)
+        }
+    groups = definition.groups.annotate(run_count=Count("runs"), best_latency=Min("runs__latency_ns")).order_by(
+        "hardware", "harness", "harness_version", "-run_count"
+    )
+    reference_columns = sorted({f"{ref.get_kind_display()} ({ref.hardware})" for ref in references})
+    return {
+        "definition": definition,
+        "cases": cases,
+        "references": references,
+        "reference_columns": reference_columns,
+        "groups": list(groups),
+    }
+
+
+def _source_or_404(key: str) -> SourceInfo:
+    if key not in SOURCES:
+        raise Http404(f"No source {key!r}")
+    return SOURCES[key]
+
+
+@require_GET
+def source_detail(request: HttpRequest, key: str) -> HttpResponse:
+    return render(request, "runs/source_detail.html", _source_context(request, _source_or_404(key)))
+
+
+@require_GET
+def source_json(request: HttpRequest, key: str) -> JsonResponse:
+    context = _source_context(request, _source_or_404(key))
+    source: SourceInfo = context["source"]
+    return JsonResponse(
+        {
+            "key": source.key,
+            "title": source.title,
+            "url": source.url,
+            "description": source.description,
+            "definitions": context["definition_count"],
+            **_pagination_json(request, context["page"]),
+            "runs": [run_summary(run) for run in context["page"].object_list],
+        }
+    )
+
+
+def _source_context(request: HttpRequest, source: SourceInfo) -> dict[str, Any]:
+    runs = Run.objects.listed().filter(source=source.key).newest_first().select_related("definition")
+    return {
+        "source": source,
+        "page": _page(request, runs),
+        "definition_count": Definition.objects.filter(source=source.key).count(),
+        "definitions": Definition.objects.filter(source=source.key)
+        .annotate(run_count=Count("runs"))
+        .order_by("-run_count", "name")[:20],
+    }
+
+
+# -- compare -----------------------------------------------------------------------
+
+
+@require_GET
+def compare_form(request: HttpRequest) -> HttpResponse:
+    """`/compare?a=…&b=…` (a form without JavaScript) lands on the compare page."""
+    form = CompareForm(request.GET or None)
+    if form.is_valid():
+        return redirect("runs:compare", a=form.cleaned_data["a"].strip(), b=form.cleaned_data["b"].strip())
+    return render(request, "runs/compare_form.html", {"form": form}, status=400 if form.is_bound else 200)
+
+
+@require_GET
+def compare(request: HttpRequest, a: str, b: str) -> HttpResponse:
+    return render(request, "runs/compare.html", _compare_context(get_run_or_404(a), get_run_or_404(b)))
+
+
+@require_GET
+def compare_json(request: HttpRequest, a: str, b: str) -> JsonResponse:
+    context = _compare_context(get_run_or_404(a), get_run_or_404(b))
+    return JsonResponse(
+        {
+            "a": run_summary(context["a"]),
+            "b": run_summary(context["b"]),
+            "latencyRatio": context["ratio"],
+            "sameComparisonGroup": context["same_group"],
+            "reasons": context["reasons"],
+            "metrics": [{"name": n, "a": x, "b": y} for n, x, y in context["metrics"]],
+            "differences": {
+                role: [{"path": p, "a": x, "b": y} for p, x, y in rows] for role, rows in context["differences"]
+            },
+        }
+    )
+
+
+def _compare_context(a: Run, b: Run) -> dict[str, Any]:
+    documents = Document.objects.in_bulk(
+        [
+            d
+            for run in (a, b)
+            for d in (
+                run.digest,
+                run.protocol_digest,
+                run.environment_digest,
+                run.workload_digest,
+                run.implementation_digest,
+            )
+            if d
+        ]
+    )
+
+    def value(digest: str) -> dict[str, Any] | None:
+        return documents[digest].value if digest in documents else None
+
+    roles = (
+        ("workload", a.workload_digest, b.workload_digest),
+        ("protocol", a.protocol_digest, b.protocol_digest),
+        ("environment", a.environment_digest, b.environment_digest),
+        ("implementation", a.implementation_digest, b.implementation_digest),
+    )
+    differences = [(role, display.differences(value(x), value(y))) for role, x, y in roles]
+    metrics_a = (display.spec_of(value(a.digest)).get("sourceNative") or {}).get("metrics") or {}
+    metrics_b = (display.spec_of(value(b.digest)).get("sourceNative") or {}).get("metrics") or {}
+    ratio = b.latency_ns / a.latency_ns if a.latency_ns and b.latency_ns else None
+    return {
+        "a": a,
+        "b": b,
+        "ratio": ratio,
+        "ratio_sentence": display.ratio_sentence(a.run_id, b.run_id, ratio) if ratio else "",
+        "same_group": a.group_id == b.group_id,
+        "reasons": [] if a.group_id == b.group_id else display.comparability_reasons(a.group, b.group),
+        "metrics": [
+            (name, metrics_a.get(name), metrics_b.get(name)) for name in sorted(metrics_a.keys() | metrics_b.keys())
+        ],
+        "differences": differences,
+    }

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from django import template
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 from records.canonical import short_digest as _short_digest
 
@@ -10,10 +14,11 @@ register = template.Library()
 
 
 @register.filter
-def latency(ns: float | None) -> str:
+def latency(ns: float | str | None) -> str:
     """175457 -> '175.5 µs'; 12125 -> '12.1 µs'; 2660000 -> '2.66 ms'; 850 -> '850 ns'."""
-    if ns is None:
-        return "—"
+    if not isinstance(ns, (int, float)) or isinstance(ns, bool):
+        return "—"  # missing values reach templates as None or ''
+
     if ns < 1_000:
         return f"{ns:.0f} ns"
     if ns < 1_000_000:
@@ -25,11 +30,47 @@ def latency(ns: float | None) -> str:
 
 
 @register.filter
-def times(value: float | None) -> str:
+def times(value: float | str | None) -> str:
     """6.6 -> '6.60×'."""
-    return "—" if value is None else f"{value:.2f}×"
+    return f"{value:.2f}×" if isinstance(value, (int, float)) and not isinstance(value, bool) else "—"
 
 
 @register.filter
 def short_digest(value: str | None, length: int = 16) -> str:
     return _short_digest(value, length) if value else ""
+
+
+JSON_TOKEN = re.compile(
+    r'(?P<key>"(?:[^"\\]|\\.)*"(?=\s*:))|(?P<string>"(?:[^"\\]|\\.)*")|(?P<number>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)'
+    r"|(?P<literal>\btrue\b|\bfalse\b|\bnull\b)"
+)
+
+
+@register.filter
+def json_highlight(text: str) -> SafeString:
+    """Pretty JSON with keys, strings, numbers and literals wrapped in spans; everything escaped."""
+    pieces: list[str] = []
+    position = 0
+    for match in JSON_TOKEN.finditer(text):
+        pieces.append(escape(text[position : match.start()]))
+        kind = match.lastgroup or "string"
+        pieces.append(f'<span class="j-{kind}">{escape(match.group())}</span>')
+        position = match.end()
+    pieces.append(escape(text[position:]))
+    return mark_safe("".join(pieces))  # every piece above is escaped
+
+
+@register.filter
+def axes_text(axes: dict[str, object] | None) -> str:
+    """{'batch_size': 4, 'seq_len': 256} -> 'batch_size=4, seq_len=256'."""
+    return ", ".join(f"{name}={value}" for name, value in (axes or {}).items())
+
+
+@register.simple_tag(takes_context=True)
+def query_with(context: dict[str, object], **changes: object) -> str:
+    """The current query string with some parameters replaced, for pagination links."""
+    request = context["request"]
+    query = request.GET.copy()  # type: ignore[attr-defined]
+    for key, value in changes.items():
+        query[key] = str(value)
+    return "?" + str(query.urlencode())

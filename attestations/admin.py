@@ -1,0 +1,119 @@
+"""The moderation queue: approve or reject attestations, triage issue reports."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.contrib import admin, messages
+from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.forms import ModelForm
+from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from attestations.models import Attestation, IssueReport
+from attestations.services import moderate_attestations, set_report_status
+from runs.models import Run
+from runs.templatetags.kernelindex import latency
+
+# Django's classes take no type parameters at run time; django-stubs' do.
+if TYPE_CHECKING:
+    AttestationModelAdmin = admin.ModelAdmin[Attestation]
+    IssueReportModelAdmin = admin.ModelAdmin[IssueReport]
+else:
+    AttestationModelAdmin = IssueReportModelAdmin = admin.ModelAdmin
+
+
+def _moderator(request: HttpRequest) -> User:
+    """The signed-in staff user; the admin lets no one else this far."""
+    if not isinstance(request.user, User):
+        raise PermissionDenied
+    return request.user
+
+
+def _record_moderator(obj: Attestation | IssueReport, form: ModelForm[Any], request: HttpRequest, change: bool) -> None:
+    """A status changed in the edit form is a moderation decision like an action's."""
+    if change and "status" in form.changed_data:
+        obj.moderated_at = timezone.now()
+        obj.moderated_by = _moderator(request)
+
+
+def _tell_moderator(request: HttpRequest, changed: int, total: int, verb: str) -> None:
+    unchanged = f" ({total - changed} already {verb})" if total > changed else ""
+    messages.success(request, f"{changed} {verb}{unchanged}.")
+
+
+class RunLinkMixin:
+    @admin.display(description="run", ordering="run__run_id")
+    def run_link(self, obj: Attestation | IssueReport) -> SafeString:
+        """The run as its public page, where the moderator can see what the note is about."""
+        run: Run = obj.run
+        return format_html('<a href="{}">{}</a>', run.get_absolute_url(), run.run_id)
+
+
+@admin.register(Attestation)
+class AttestationAdmin(RunLinkMixin, AttestationModelAdmin):
+    list_display = ["created_at", "run_link", "kind", "outcome", "measured_latency", "gpu", "author_name", "status"]
+    list_filter = ["status", "kind", "outcome"]
+    search_fields = ["run__run_id", "body", "gpu", "author_name"]
+    list_select_related = ["run"]
+    readonly_fields = ["run_link", "created_at", "moderated_at", "moderated_by"]
+    raw_id_fields = ["run"]
+    date_hierarchy = "created_at"
+    actions = ["approve", "reject"]
+
+    @admin.display(description="measured latency", ordering="measured_latency_ns")
+    def measured_latency(self, obj: Attestation) -> str:
+        return latency(obj.measured_latency_ns)
+
+    @admin.action(description="Approve: show on the run page")
+    def approve(self, request: HttpRequest, queryset: QuerySet[Attestation]) -> None:
+        changed = moderate_attestations(queryset, Attestation.Status.APPROVED, _moderator(request))
+        _tell_moderator(request, changed, queryset.count(), "approved")
+
+    @admin.action(description="Reject: never show")
+    def reject(self, request: HttpRequest, queryset: QuerySet[Attestation]) -> None:
+        changed = moderate_attestations(queryset, Attestation.Status.REJECTED, _moderator(request))
+        _tell_moderator(request, changed, queryset.count(), "rejected")
+
+    def save_model(self, request: HttpRequest, obj: Attestation, form: ModelForm[Attestation], change: bool) -> None:
+        _record_moderator(obj, form, request, change)
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(IssueReport)
+class IssueReportAdmin(RunLinkMixin, IssueReportModelAdmin):
+    list_display = ["created_at", "run_link", "category", "short_body", "status", "moderated_by"]
+    list_filter = ["status", "category"]
+    search_fields = ["run__run_id", "body", "resolution_note"]
+    list_select_related = ["run", "moderated_by"]
+    readonly_fields = ["run_link", "created_at", "moderated_at", "moderated_by"]
+    raw_id_fields = ["run"]
+    date_hierarchy = "created_at"
+    actions = ["triage", "resolve", "dismiss"]
+
+    @admin.display(description="report")
+    def short_body(self, obj: IssueReport) -> str:
+        return obj.body if len(obj.body) <= 80 else f"{obj.body[:79]}…"
+
+    @admin.action(description="Mark triaged")
+    def triage(self, request: HttpRequest, queryset: QuerySet[IssueReport]) -> None:
+        changed = set_report_status(queryset, IssueReport.Status.TRIAGED, _moderator(request))
+        _tell_moderator(request, changed, queryset.count(), "triaged")
+
+    @admin.action(description="Mark resolved")
+    def resolve(self, request: HttpRequest, queryset: QuerySet[IssueReport]) -> None:
+        changed = set_report_status(queryset, IssueReport.Status.RESOLVED, _moderator(request))
+        _tell_moderator(request, changed, queryset.count(), "resolved")
+
+    @admin.action(description="Mark dismissed")
+    def dismiss(self, request: HttpRequest, queryset: QuerySet[IssueReport]) -> None:
+        changed = set_report_status(queryset, IssueReport.Status.DISMISSED, _moderator(request))
+        _tell_moderator(request, changed, queryset.count(), "dismissed")
+
+    def save_model(self, request: HttpRequest, obj: IssueReport, form: ModelForm[IssueReport], change: bool) -> None:
+        _record_moderator(obj, form, request, change)
+        super().save_model(request, obj, form, change)

@@ -1,0 +1,145 @@
+"""Moderators work here. Records are read-only: only withdrawal (a tombstone) is a moderator's edit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html, format_html_join
+
+from runs.models import ComparisonGroup, Definition, Document, ImportLog, Run, SourceBoard
+from runs.services import restore_run, withdraw_run
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class WithdrawForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = Run
+        fields = ("withdrawn_reason",)
+        labels = {"withdrawn_reason": "Withdrawal reason (leave empty to keep or restore the run)"}
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    form = WithdrawForm
+    list_display = (
+        "run_id",
+        "public_page",
+        "source",
+        "external_id",
+        "implementation_name",
+        "hardware",
+        "status",
+        "evidence",
+        "latency_ns",
+        "withdrawn_at",
+    )
+    list_filter = ("source", "status", "evidence", "hardware", ("withdrawn_at", admin.EmptyFieldListFilter))
+    search_fields = ("run_id", "external_id", "implementation_name", "project", "definition__name")
+    list_select_related = ("definition",)
+    show_full_result_count = False
+    readonly_fields = (
+        "run_id",
+        "public_page",
+        "source",
+        "external_id",
+        "title",
+        "digest",
+        "definition",
+        "group",
+        "status",
+        "evidence",
+        "latency_ns",
+        "source_score",
+        "source_rank",
+        "observed_at",
+        "published_at",
+        "withdrawn_at",
+        "declared_digests",
+        "versions",
+    )
+    actions = ("restore",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # withdraw instead: a permalink must never disappear
+
+    @admin.display(description="page")
+    def public_page(self, run: Run) -> str:
+        return format_html('<a href="{}">{}</a>', run.get_absolute_url(), run.run_id)
+
+    @admin.display(description="versions")
+    def versions(self, run: Run) -> str:
+        rows = format_html_join(
+            "",
+            "<li><code>{}</code> imported {:%Y-%m-%d %H:%M}</li>",
+            ((version.digest, version.imported_at) for version in run.versions.all()),
+        )
+        return format_html("<ul>{}</ul>", rows)
+
+    def save_model(self, request: HttpRequest, obj: Run, form: Any, change: bool) -> None:
+        reason = form.cleaned_data.get("withdrawn_reason", "")
+        if reason.strip():
+            withdraw_run(obj, reason)
+            messages.info(request, f"Run {obj.run_id} is withdrawn; its record stays as a tombstone.")
+        elif obj.withdrawn_at is not None:
+            restore_run(obj)
+            messages.info(request, f"Run {obj.run_id} is restored.")
+
+    @admin.action(description="Restore the selected withdrawn runs")
+    def restore(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        for run in queryset.exclude(withdrawn_at=None):
+            restore_run(run)
+
+
+@admin.register(Document)
+class DocumentAdmin(ReadOnlyAdmin):
+    list_display = ("digest", "kind", "name", "stored_at")
+    list_filter = ("kind",)
+    search_fields = ("digest", "name")
+    show_full_result_count = False
+
+
+@admin.register(Definition)
+class DefinitionAdmin(ReadOnlyAdmin):
+    list_display = ("name", "source", "external_id", "title", "case_count")
+    list_filter = ("source", "subset")
+    search_fields = ("name", "title", "external_id")
+
+
+@admin.register(ComparisonGroup)
+class ComparisonGroupAdmin(ReadOnlyAdmin):
+    list_display = ("key", "definition", "hardware", "harness", "harness_version")
+    list_filter = ("hardware", "family")
+    search_fields = ("key", "definition__name")
+
+
+@admin.register(SourceBoard)
+class SourceBoardAdmin(ReadOnlyAdmin):
+    list_display = ("source", "definition_external_id", "hardware", "stack_version", "top_score", "updated_at")
+
+
+@admin.register(ImportLog)
+class ImportLogAdmin(ReadOnlyAdmin):
+    list_display = ("path", "source", "started_at", "created", "updated", "unchanged", "skipped", "failed")
+    list_filter = ("source",)
+    search_fields = ("path", "error")
+
+    @admin.display(boolean=True)
+    def failed(self, log: ImportLog) -> bool:
+        return bool(log.error)

@@ -1,0 +1,219 @@
+"""Sentences and rows a run page shows, read from the run's documents.
+
+Each function takes plain document values (dicts) so the wording can be
+tested without a database, and the page, the compare view and the JSON twins
+say the same thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+# What a comparator checks, for protocols that name one but publish no policy text.
+COMPARATOR_DESCRIPTIONS = {
+    "sol_execbench_eval": "Correctness must pass on every case in the SOL evaluation stack.",
+    "flashinfer_bench_eval": "Each case is checked against the definition's reference implementation; "
+    "the run passes only when every case passes.",
+    "none": "A timing of the reference implementation itself; there is nothing to check it against.",
+}
+
+
+def spec_of(document: dict[str, Any] | None) -> dict[str, Any]:
+    return document["spec"] if document else {}
+
+
+def format_ratio(value: float) -> str:
+    return f"{value:.2f}×"
+
+
+def source_native_summary(run: dict[str, Any]) -> str:
+    """'SOL 0.3256 · 0.55× reference · 0/16 cases faster' — the source's own headline numbers."""
+    native = spec_of(run).get("sourceNative") or {}
+    metrics = native.get("metrics") or {}
+    parts: list[str] = []
+    if "sol_score" in metrics:
+        parts.append(f"SOL {metrics['sol_score']:.4f}")
+    if "avg_speedup" in metrics:
+        parts.append(f"{format_ratio(metrics['avg_speedup'])} reference")
+    if "fast_1_count" in metrics and "fast_1_total" in metrics:
+        parts.append(f"{metrics['fast_1_count']}/{metrics['fast_1_total']} cases faster")
+    if "passed_cases" in metrics and "cases" in metrics:
+        parts.append(f"{metrics['passed_cases']}/{metrics['cases']} cases passed")
+    if "geomean_speedup" in metrics:
+        parts.append(f"{format_ratio(metrics['geomean_speedup'])} reference (geometric mean)")
+    trials = (spec_of(run).get("timing") or {}).get("trials")
+    if trials:
+        parts.append(f"{trials} trials")
+    return " · ".join(parts)
+
+
+def case_count(run: dict[str, Any], workload: dict[str, Any] | None, definition_cases: int) -> int | None:
+    """How many cases the measurement covers, from the best source that says."""
+    if spec_of(run).get("cases"):
+        return len(spec_of(run)["cases"])
+    if spec_of(workload).get("cases"):
+        return len(spec_of(workload)["cases"])
+    total = ((spec_of(run).get("sourceNative") or {}).get("metrics") or {}).get("fast_1_total")
+    if isinstance(total, int) and total > 0:
+        return total
+    return definition_cases or None
+
+
+def workload_line(cases: int | None, statistic: str) -> str:
+    """'suite of 16 cases · mean latency'."""
+    if cases is None:
+        return f"{statistic} latency"
+    if cases == 1:
+        return f"single case · {statistic} latency"
+    return f"suite of {cases} cases · {statistic} latency"
+
+
+def correctness_sentence(run: dict[str, Any], protocol: dict[str, Any], evidence: str) -> str:
+    """What is known about the run's correctness, and who established it."""
+    spec = spec_of(run)
+    status = spec.get("status")
+    policy = (spec_of(protocol).get("correctness") or {}).get("policy")
+    comparator = (spec_of(protocol).get("correctness") or {}).get("comparator")
+    cases = spec.get("cases") or []
+    if evidence == "reproduced":
+        return "Reproduced by a KernelIndex-controlled rerun within the stated tolerance."
+    if evidence == "not_reproduced":
+        return "Not reproduced: a KernelIndex-controlled rerun disagreed or failed correctness."
+    if status == "measured" or comparator == "none":
+        return "Not checked: this run times the reference implementation itself."
+    if cases:
+        passed = sum(1 for case in cases if case.get("status") == "passed")
+        verdict = "Passed" if status == "passed" else "Failed"
+        return f"{verdict} on {passed} of {len(cases)} cases, as reported by the source."
+    verdict = {
+        "passed": "Marked passed",
+        "failed": "Marked failed",
+        "error": "Marked as an error",
+        "timeout": "Marked as timed out",
+    }.get(status or "", "Reported")
+    suffix = "" if policy else "; the correctness policy was not published"
+    return f"{verdict} by the source{suffix}."
+
+
+def comparator_description(protocol: dict[str, Any]) -> str:
+    correctness = spec_of(protocol).get("correctness") or {}
+    return correctness.get("description") or COMPARATOR_DESCRIPTIONS.get(correctness.get("comparator", ""), "")
+
+
+def gpu_line(environment: dict[str, Any]) -> str:
+    """'NVIDIA B200 (sm_100)'."""
+    hardware = spec_of(environment).get("hardware") or {}
+    product = hardware.get("product", "unknown GPU")
+    architecture = hardware.get("architecture")
+    return f"{product} ({architecture})" if architecture else product
+
+
+def harness_line(protocol: dict[str, Any]) -> str:
+    harness = spec_of(protocol).get("harness") or {}
+    return f"{harness.get('name', '')} {harness.get('version', '')}".strip()
+
+
+def protocol_rows(protocol: dict[str, Any]) -> list[tuple[str, str]]:
+    spec = spec_of(protocol)
+    measurement = spec.get("measurement") or {}
+    correctness = spec.get("correctness") or {}
+    comparability = spec.get("comparability") or {}
+    rows = [
+        ("harness", harness_line(protocol)),
+        ("timer", measurement.get("timer", "")),
+        ("primaryStatistic", measurement.get("primaryStatistic", "")),
+        ("correctnessReference", correctness.get("reference", "")),
+        ("comparabilityFamily", comparability.get("family", "")),
+    ]
+    if comparability.get("notes"):
+        rows.append(("notes", comparability["notes"]))
+    return [(label, value) for label, value in rows if value]
+
+
+def environment_rows(environment: dict[str, Any]) -> list[tuple[str, str]]:
+    spec = spec_of(environment)
+    rows = [("gpu", gpu_line(environment))]
+    for name, version in sorted(((spec.get("software") or {}).get("libraries") or {}).items()):
+        rows.append((name, version))
+    for label, value in sorted(((environment or {}).get("metadata", {}).get("labels") or {}).items()):
+        rows.append((label, value))
+    return rows
+
+
+@dataclass(frozen=True)
+class Measurement:
+    label: str
+    latency_ns: float
+
+
+def measurements(run: dict[str, Any]) -> list[Measurement]:
+    """'latency · mean' 175457 ns, one row per published statistic, the primary one first."""
+    timing = spec_of(run).get("timing") or {}
+    latency = timing.get("latencyNs") or {}
+    primary = timing.get("primaryStatistic")
+    ordered = sorted(latency.items(), key=lambda item: (item[0] != primary, item[0]))
+    return [Measurement(f"latency · {statistic}", value) for statistic, value in ordered]
+
+
+def implementation_rows(
+    implementation: dict[str, Any] | None, run_title: str, source: str, external_id: str
+) -> dict[str, str]:
+    """implementation, project, revision — from the Implementation document, else the run's title."""
+    spec = spec_of(implementation)
+    name = spec.get("name") or run_title.split(" · ")[0]
+    revision = spec.get("revision") or (f"submission-{external_id}" if source == "sol-execbench" else "")
+    return {"implementation": name, "project": spec.get("project") or name, "revision": revision}
+
+
+def artifacts(implementation: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return list(spec_of(implementation).get("artifacts") or [])
+
+
+def ratio_sentence(a: str, b: str, ratio: float) -> str:
+    """How run b's latency compares with run a's, in words."""
+    if abs(ratio - 1) < 0.0005:
+        return f"{b} is as fast as {a}"
+    if ratio < 1:
+        return f"{b} is {1 / ratio:.3g}× as fast as {a} ({(1 - ratio) * 100:.1f}% less latency)"
+    return f"{b} is {ratio:.3g}× slower than {a} ({(ratio - 1) * 100:.1f}% more latency)"
+
+
+def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """('spec.hardware.product', 'NVIDIA B200') for every leaf of a document."""
+    if isinstance(value, dict) and value:
+        for key in sorted(value):
+            yield from flatten(value[key], f"{prefix}.{key}" if prefix else key)
+    elif isinstance(value, list) and value and len(value) <= 64:
+        for index, item in enumerate(value):
+            yield from flatten(item, f"{prefix}[{index}]")
+    else:
+        yield prefix, value
+
+
+def differences(left: dict[str, Any] | None, right: dict[str, Any] | None) -> list[tuple[str, Any, Any]]:
+    """Every leaf path where two documents differ: (path, left value, right value)."""
+    a, b = dict(flatten(left or {})), dict(flatten(right or {}))
+    return [(path, a.get(path), b.get(path)) for path in sorted(a.keys() | b.keys()) if a.get(path) != b.get(path)]
+
+
+def comparability_reasons(left: Any, right: Any) -> list[str]:
+    """Why two comparison groups differ, in words (groups as model rows with the group's fields)."""
+    reasons = []
+    if left.definition_id != right.definition_id:
+        reasons.append("they measure different definitions")
+    elif (
+        left.key != right.key
+        and left.hardware == right.hardware
+        and left.family == right.family
+        and left.harness_version == right.harness_version
+    ):
+        reasons.append("they were measured on different cases of the definition")
+    if left.hardware != right.hardware:
+        reasons.append(f"they ran on different GPUs ({left.hardware} vs {right.hardware})")
+    if left.family != right.family:
+        reasons.append(f"they follow different protocols ({left.family} vs {right.family})")
+    elif left.harness_version != right.harness_version:
+        reasons.append(f"they used different harness versions ({left.harness_version} vs {right.harness_version})")
+    return reasons

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.db.models import Q
+
+from records.sources import SOURCES
+from runs.models import ComparisonGroup, Run, RunQuerySet
+
+
+def hardware_choices() -> list[tuple[str, str]]:
+    """GPUs that have runs; read from the few group rows, not the run table."""
+    products = ComparisonGroup.objects.order_by("hardware").values_list("hardware", flat=True).distinct()
+    return [("", "any GPU"), *((product, product) for product in products)]
+
+
+class RunSearchForm(forms.Form):
+    """Home page search and filters. Unknown values are reported, never a server error."""
+
+    q = forms.CharField(
+        label="Search",
+        required=False,
+        max_length=200,
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "definition, implementation, project or id"}),
+    )
+    source = forms.ChoiceField(
+        required=False, choices=[("", "any source"), *((key, info.title) for key, info in SOURCES.items())]
+    )
+    gpu = forms.ChoiceField(label="GPU", required=False)
+    evidence = forms.ChoiceField(required=False, choices=[("", "any evidence"), *Run.Evidence.choices])
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
+        gpu = self.fields["gpu"]
+        assert isinstance(gpu, forms.ChoiceField)
+        gpu.choices = hardware_choices()
+
+    def filter(self, runs: RunQuerySet) -> RunQuerySet:
+        """Apply every valid field; Django drops invalid ones from cleaned_data, and the page shows them."""
+        data = self.cleaned_data if self.is_bound else {}
+        if query := (data.get("q") or "").strip():
+            runs = runs.filter(
+                Q(run_id__iexact=query)
+                | Q(external_id__iexact=query)
+                | Q(implementation_name__icontains=query)
+                | Q(project__icontains=query)
+                | Q(definition__name__icontains=query)
+                | Q(definition__title__icontains=query)
+            )
+        if source := data.get("source"):
+            runs = runs.filter(source=source)
+        if gpu := data.get("gpu"):
+            runs = runs.filter(hardware=gpu)
+        if evidence := data.get("evidence"):
+            runs = runs.filter(evidence=evidence)
+        return runs
+
+    @property
+    def is_filtered(self) -> bool:
+        return self.is_bound and any(self.cleaned_data.get(name) for name in self.fields)
+
+
+class CompareForm(forms.Form):
+    a = forms.CharField(label="Run", max_length=16)
+    b = forms.CharField(label="Compare with", max_length=16)

@@ -1,0 +1,66 @@
+"""The note form in a real browser: htmx swaps the errors and the thanks in place, no page load."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connections
+
+from attestations.models import Attestation
+from runs.models import Run
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def page(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("no chromium on this machine (CI installs Debian's)")
+    # Playwright's sync API runs an event loop in this thread; the ORM calls in the test are still synchronous.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        yield browser.new_page()
+        browser.close()
+        # Queries made while Playwright runs hold a connection pytest-django never closes; on PostgreSQL
+        # it would block dropping the test database.
+        connections.close_all()
+
+
+def test_errors_and_thanks_are_swapped_into_the_run_page(
+    page: Any, live_server: Any, transactional_db: None, run: Run
+) -> None:
+    url = f"{live_server.url}{run.get_absolute_url()}"
+    page.goto(url)
+    page.evaluate("window.notReloaded = true")
+    page.get_by_text("Add a reproduction or note").click()
+    form = page.locator("#note-form")
+
+    form.get_by_label("GPU").fill("NVIDIA H100 80GB HBM3")
+    form.get_by_role("button", name="Send for moderation").click()
+    form.get_by_text("Say how the reproduction came out.").wait_for()
+    assert page.evaluate("window.notReloaded") is True
+    assert not Attestation.objects.exists()
+
+    form = page.locator("#note-form")
+    form.get_by_label("Outcome (reproductions only)").select_option("not_reproduced")
+    form.get_by_label("Measured latency").fill("2.5")
+    form.get_by_label("Unit").select_option("ms")
+    form.get_by_role("button", name="Send for moderation").click()
+    page.get_by_text("Thanks — your note will appear once a moderator approves it.").wait_for()
+    assert page.evaluate("window.notReloaded") is True
+    assert page.url == url
+
+    attestation = Attestation.objects.get()
+    assert (attestation.status, attestation.outcome, attestation.gpu) == (
+        "pending",
+        "not_reproduced",
+        "NVIDIA H100 80GB HBM3",
+    )
+    assert attestation.measured_latency_ns == pytest.approx(2_500_000)

@@ -1,0 +1,90 @@
+"""Comparison group leaderboards: order, reference rows, the chart, pagination, JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.test import Client
+
+from runs.models import ComparisonGroup, Run
+from tests.conftest import ImportRuns
+from tests.pages import sol_records, visible_text, write_jsonl
+
+
+def test_sol_leaderboard_follows_the_sources_board(
+    client: Client, import_runs: ImportRuns, sample: Path, tmp_path: Path
+) -> None:
+    # Three extra submissions to kernel 8 whose scores are on the snapshot board, one that is not.
+    board = json.loads((sample / "sol-execbench" / "leaderboard.json").read_text())["8"]["scores"]
+    records = sol_records(4, kernel_id=8)
+    for record, score in zip(records, [board[0], board[5], board[11], 0.12345], strict=True):
+        record["sol_score"] = score
+    import_runs(sample / "sol-execbench", write_jsonl(tmp_path / "more.jsonl", records))
+    group = Run.objects.get(external_id="18134").group
+    response = client.get(group.get_absolute_url() + ".json")
+    runs = response.json()["runs"]
+    assert response.json()["order"] == "source-native"
+    ranked = [(run["rank"], run["sourceScore"]) for run in runs if run["rank"] is not None]
+    expected = sorted(
+        ((1 + sum(s > score for s in board), score) for score in (board[0], board[5], board[11])),
+        key=lambda pair: pair[0],
+    )
+    assert ranked[:1] == [expected[0]]
+    assert [rank for rank, _ in ranked] == sorted(rank for rank, _ in ranked)
+    assert set(ranked) >= set(expected)
+    assert runs[-1]["rank"] is None  # a score the board does not list is not given a source rank
+
+
+def test_reference_rows_are_shown_but_never_ranked(client: Client, import_runs: ImportRuns, sample: Path) -> None:
+    import_runs(sample / "sol-execbench")
+    group = Run.objects.get(external_id="18134").group
+    response = client.get(group.get_absolute_url())
+    text = visible_text(response.content)
+    assert "SOL bound" in text
+    assert "scoring baseline" in text
+    assert "not ranked" in text
+    ranks = [run["rank"] for run in client.get(group.get_absolute_url() + ".json").json()["runs"]]
+    assert ranks == [6]
+
+
+def test_the_chart_marks_the_run_and_the_reference_lines(client: Client, import_runs: ImportRuns, sample: Path) -> None:
+    import_runs(sample / "sol-execbench")
+    run = Run.objects.get(external_id="18134")
+    html = client.get(run.group.get_absolute_url() + f"?run={run.run_id}").content.decode()
+    assert html.count("<svg") == 2  # latency and the board's SOL scores
+    assert 'class="point highlighted"' in html
+    assert 'class="rule rule-sol_bound"' in html
+    assert 'class="rule rule-scoring_baseline"' in html
+    assert 'aria-current="true"' in html
+
+
+def test_kernelindex_order_ranks_by_latency_and_pages(
+    client: Client, import_runs: ImportRuns, sample: Path, settings: object
+) -> None:
+    import_runs(sample / "kernelbench")
+    group = Run.objects.filter(source="kernelbench").first().group  # type: ignore[union-attr]
+    payload = client.get(group.get_absolute_url() + ".json").json()
+    latencies = [run["latencyNs"] for run in payload["runs"]]
+    assert latencies == sorted(latencies)
+    assert [run["rank"] for run in payload["runs"]] == [1, 2]
+    assert payload["order"] == "latency"
+
+
+def test_a_long_leaderboard_is_paginated(
+    client: Client, import_runs: ImportRuns, tmp_path: Path, settings: object
+) -> None:
+    import_runs(write_jsonl(tmp_path / "many.jsonl", sol_records(120)))
+    group = ComparisonGroup.objects.get()
+    first = client.get(group.get_absolute_url() + ".json").json()
+    second = client.get(group.get_absolute_url() + ".json?page=2").json()
+    assert first["count"] == 120
+    assert first["pages"] == 3
+    assert [r["rank"] for r in second["runs"]][:2] == [51, 52]
+    assert client.get(group.get_absolute_url() + "?page=999").status_code == 200  # nearest real page
+    htmx = client.get(group.get_absolute_url() + "?page=2", headers={"HX-Request": "true"})
+    assert htmx.content.decode().lstrip().startswith('<div id="leaderboard">')
+
+
+def test_an_unknown_group_is_a_404(client: Client, db: None) -> None:
+    assert client.get("/groups/sha256:" + "0" * 64).status_code == 404
