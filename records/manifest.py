@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from records.canonical import CanonicalizationError, canonical_text, digest_of_bytes, is_digest
+from records.canonical import CanonicalizationError, canonical_bytes, canonical_text, digest_of_bytes, is_digest
 from records.errors import RecordError
 from records.schema import REFERENCE_FIELDS, ROLES, DocumentError, validate_document
 
@@ -31,11 +31,17 @@ class Sealed:
 
 @dataclass(frozen=True)
 class RunItem:
-    """One run as a manifest: role -> sealed document, plus digests the source declared."""
+    """One run as a manifest: role -> sealed document, plus digests the source declared.
+
+    `id_field` is where the source record holds the run's external id, in the
+    source's own words (`id` for a SOL-ExecBench submission), so that an error
+    about a repeated id names the field a user can find in the file.
+    """
 
     line: int | None
     documents: dict[str, Sealed]
     declared_digests: dict[str, str] = field(default_factory=dict)
+    id_field: str = "externalId"
 
     @property
     def run(self) -> Sealed:
@@ -46,10 +52,10 @@ def seal(value: dict[str, Any], role: str) -> Sealed:
     """Validate and canonicalise a document; raises DocumentError naming the field."""
     envelope = validate_document(value, role)
     try:
-        text = canonical_text(value)
+        data = canonical_bytes(value)
     except CanonicalizationError as error:
         raise DocumentError(role, str(error)) from None
-    return Sealed(envelope.kind, envelope.metadata.name, value, text, digest_of_bytes(text.encode()))
+    return Sealed(envelope.kind, envelope.metadata.name, value, data.decode(), digest_of_bytes(data))
 
 
 def assemble(
@@ -57,6 +63,7 @@ def assemble(
     line: int | None,
     run: dict[str, Any],
     references: Mapping[str, Sealed | None],
+    id_field: str = "externalId",
 ) -> RunItem:
     """A run made by a source adapter: point it at its documents by digest, then seal it."""
     documents = {role: document for role, document in references.items() if document is not None}
@@ -66,7 +73,7 @@ def assemble(
         documents["run"] = seal(run, "run")
     except DocumentError as error:
         raise RecordError(path, line, error.field, error.message) from None
-    return RunItem(line, documents)
+    return RunItem(line, documents, id_field=id_field)
 
 
 def manifest_item(value: Any, path: Path, line: int | None, *, redigest: bool, prefix: str = "") -> RunItem:
@@ -121,7 +128,10 @@ def manifest_item(value: Any, path: Path, line: int | None, *, redigest: bool, p
         sealed["run"] = seal(run, "run")
     except DocumentError as error:
         raise fail(error.field, error.message) from None
-    return RunItem(line, sealed, declared)
+    # The run's external id is its sourceNative.externalId, else its name, as records.summary reads it.
+    native = run["spec"].get("sourceNative") or {}
+    id_field = "run.spec.sourceNative.externalId" if native.get("externalId") else "run.metadata.name"
+    return RunItem(line, sealed, declared, id_field=prefix + id_field)
 
 
 def _declared_provenance(provenance: Any, fail: Any) -> dict[str, str]:

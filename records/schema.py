@@ -41,6 +41,8 @@ NonEmpty = Annotated[str, Field(min_length=1, max_length=500)]
 Name = Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9._@/+:=-]*$")]
 
 
+# Absent collections default through a factory: pydantic deep-copies a literal
+# `{}` default on every validation, and an import validates several per run.
 class Open(BaseModel):
     """A spec part that keeps fields this version does not know."""
 
@@ -59,7 +61,7 @@ Digest = Annotated[str, Field(min_length=71, max_length=71)]
 class Metadata(Closed):
     name: Name
     title: Annotated[str, Field(max_length=500)] | None = None
-    labels: dict[str, Annotated[str, Field(max_length=500)]] = {}
+    labels: dict[str, Annotated[str, Field(max_length=500)]] = Field(default_factory=dict)
 
 
 # -- BenchmarkProtocol -------------------------------------------------------
@@ -102,7 +104,7 @@ class Hardware(Open):
 
 
 class Software(Open):
-    libraries: dict[str, Annotated[str, Field(max_length=200)]] = {}
+    libraries: dict[str, Annotated[str, Field(max_length=200)]] = Field(default_factory=dict)
 
 
 class EnvironmentSpec(Open):
@@ -121,7 +123,7 @@ class DefinitionRef(Open):
 
 class WorkloadCase(Open):
     uuid: NonEmpty | None = None
-    axes: dict[str, Any] = {}
+    axes: dict[str, Any] = Field(default_factory=dict)
 
 
 class WorkloadSpec(Open):
@@ -143,7 +145,7 @@ class ImplementationSpec(Open):
     project: NonEmpty | None = None
     author: NonEmpty | None = None
     revision: NonEmpty | None = None
-    artifacts: list[Artifact] = []
+    artifacts: list[Artifact] = Field(default_factory=list)
 
 
 # -- BenchmarkRun ------------------------------------------------------------
@@ -167,7 +169,7 @@ class SourceNative(Open):
     source: NonEmpty
     externalId: NonEmpty
     benchmark: NonEmpty | None = None
-    metrics: dict[str, Any] = {}
+    metrics: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("metrics")
     @classmethod
@@ -181,7 +183,7 @@ class SourceNative(Open):
 class CaseResult(Open):
     status: NonEmpty
     workload: NonEmpty | None = None
-    axes: dict[str, Any] = {}
+    axes: dict[str, Any] = Field(default_factory=dict)
     latencyNs: Positive | None = None
     referenceLatencyNs: Positive | None = None
 

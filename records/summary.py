@@ -63,30 +63,14 @@ def summarize(item: RunItem) -> RunSummary:
     spec = run["spec"]
     native = spec.get("sourceNative") or {}
     protocol = item.documents["protocol"].value["spec"]
-    hardware = item.documents["environment"].value["spec"]["hardware"]
     timing = spec.get("timing") or {}
     primary = timing.get("primaryStatistic", protocol["measurement"]["primaryStatistic"])
     definition = _definition(item, native)
-    family = protocol["comparability"]["family"]
-    native_order = SOURCE_NATIVE_ORDER.get(family, "")
     implementation = item.documents.get("implementation")
     title = run["metadata"].get("title") or run["metadata"]["name"]
     implementation_name, project = _implementation(implementation.value["spec"] if implementation else None, title)
-    score = native.get("metrics", {}).get(native_order) if native_order else None
-    group = GroupRef(
-        key=comparison_key(
-            workload=spec.get("workloadDigest") or _definition_key(definition),
-            family=family,
-            harness_version=protocol["harness"]["version"],
-            hardware=hardware["product"],
-        ),
-        family=family,
-        harness=protocol["harness"]["name"],
-        harness_version=protocol["harness"]["version"],
-        hardware=hardware["product"],
-        architecture=hardware.get("architecture", ""),
-        native_order=native_order,
-    )
+    group = _group(item, spec.get("workloadDigest") or _definition_key(definition))
+    score = native.get("metrics", {}).get(group.native_order) if group.native_order else None
     return RunSummary(
         source=native.get("source", NATIVE_SOURCE),
         external_id=native.get("externalId", run["metadata"]["name"]),
@@ -102,6 +86,46 @@ def summarize(item: RunItem) -> RunSummary:
         definition=definition,
         group=group,
     )
+
+
+# Runs that share a protocol, an environment and a workload share a group: a file
+# of a million runs has a few hundred. Cleared when full, never stale: the key is
+# made of digests.
+_GROUPS: dict[tuple[str, str, str | tuple[tuple[str, str], ...]], GroupRef] = {}
+GROUPS_REMEMBERED = 4096
+
+
+def _group(item: RunItem, workload: str | dict[str, str]) -> GroupRef:
+    protocol_document, environment_document = item.documents["protocol"], item.documents["environment"]
+    cache_key = (
+        protocol_document.digest,
+        environment_document.digest,
+        workload if isinstance(workload, str) else tuple(sorted(workload.items())),
+    )
+    group = _GROUPS.get(cache_key)
+    if group is not None:
+        return group
+    protocol = protocol_document.value["spec"]
+    hardware = environment_document.value["spec"]["hardware"]
+    family = protocol["comparability"]["family"]
+    group = GroupRef(
+        key=comparison_key(
+            workload=workload,
+            family=family,
+            harness_version=protocol["harness"]["version"],
+            hardware=hardware["product"],
+        ),
+        family=family,
+        harness=protocol["harness"]["name"],
+        harness_version=protocol["harness"]["version"],
+        hardware=hardware["product"],
+        architecture=hardware.get("architecture", ""),
+        native_order=SOURCE_NATIVE_ORDER.get(family, ""),
+    )
+    if len(_GROUPS) >= GROUPS_REMEMBERED:
+        _GROUPS.clear()
+    _GROUPS[cache_key] = group
+    return group
 
 
 def _definition(item: RunItem, native: dict[str, Any]) -> DefinitionRef | None:

@@ -8,11 +8,15 @@ its run (and permalink) and gains a new version beside the old one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Generator, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from queue import Full, Queue
+from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -22,7 +26,9 @@ from records.identity import run_id_for
 from records.manifest import RunItem
 from records.sources import ImportUnit
 from records.sources.base import BoardItem, DefinitionItem, Item, Progress, SkippedItem
-from records.summary import DefinitionRef, RunSummary, summarize
+from records.summary import DefinitionRef, GroupRef, RunSummary, summarize
+from runs.bulk import BulkInserter
+from runs.cache import bump_generation_on_commit
 from runs.models import (
     ComparisonGroup,
     Definition,
@@ -46,8 +52,8 @@ RUN_INDEX_FIELDS = [
     "workload_digest",
     "implementation_digest",
     "declared_digests",
-    "definition",
-    "group",
+    "definition_id",
+    "group_id",
     "title",
     "implementation_name",
     "project",
@@ -59,8 +65,10 @@ RUN_INDEX_FIELDS = [
     "source_rank",
     "on_public_board",
     "observed_at",
-    "updated_at",
 ]
+DOCUMENTS = BulkInserter(Document, ["digest", "kind", "name", "canonical"], ignore_conflicts=True)
+RUNS = BulkInserter(Run, ["run_id", "source", "external_id", *RUN_INDEX_FIELDS])
+VERSIONS = BulkInserter(RunVersion, ["run_id", "digest", "declared_digests", "import_log_id", "source_line"])
 
 
 @dataclass
@@ -91,9 +99,66 @@ def import_unit(unit: ImportUnit, progress: Progress = None) -> ImportResult:
     with transaction.atomic():
         log = ImportLog.objects.create(path=str(unit.path), source=unit.source)
         importer = UnitImporter(unit.path, unit.source, log)
-        importer.add_all(unit.adapter.read(unit.path, progress))
+        with read_ahead(unit.adapter.read(unit.path, progress)) as items:
+            importer.add_all(items)
         importer.finish()
+        bump_generation_on_commit()
     return importer.result
+
+
+@contextmanager
+def read_ahead(items: Iterator[Item], chunk: int = 500, chunks: int = 4) -> Iterator[Iterator[Item]]:
+    """The adapter's items, read on a thread of their own a few chunks ahead.
+
+    Reading (parsing, validating, canonicalising) is pure Python; writing waits
+    on the database most of its time, and while it waits the reader runs. At
+    most `chunks` chunks wait in between, so memory stays bounded. An error the
+    adapter raises surfaces here in its turn, after the items before it.
+    """
+    handoff: Queue[list[Item] | BaseException | None] = Queue(maxsize=chunks)
+    stopping = threading.Event()
+
+    def hand_over(value: list[Item] | BaseException | None) -> bool:
+        while not stopping.is_set():
+            try:
+                handoff.put(value, timeout=0.1)
+                return True
+            except Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            ready: list[Item] = []
+            for item in items:
+                ready.append(item)
+                if len(ready) >= chunk:
+                    if not hand_over(ready):
+                        return  # the writer has stopped
+                    ready = []
+            if hand_over(ready):
+                hand_over(None)
+        except BaseException as error:  # handed to the writer, which raises it
+            hand_over(error)
+
+    def received() -> Iterator[Item]:
+        while True:
+            value = handoff.get()
+            if value is None:
+                return
+            if isinstance(value, BaseException):
+                raise value
+            yield from value
+
+    reader = threading.Thread(target=read, name="import-reader", daemon=True)
+    reader.start()
+    try:
+        yield received()
+    finally:
+        stopping.set()
+        reader.join()
+        if isinstance(items, Generator):
+            items.close()
 
 
 def record_failure(unit: ImportUnit, error: RecordError) -> None:
@@ -145,16 +210,17 @@ class UnitImporter:
         summaries = self._unique_in_batch(batch)
         existing = self._existing_runs(summaries)
         new: list[tuple[RunItem, RunSummary]] = []
-        changed: list[tuple[RunItem, RunSummary, Run]] = []
+        changed: list[tuple[RunItem, RunSummary, int]] = []
         for key, (item, summary) in summaries.items():
-            run = existing.get(key)
-            if run is None:
+            found = existing.get(key)
+            if found is None:
                 new.append((item, summary))
-            elif run.digest == item.run.digest:
+            elif found[1] == item.run.digest:
                 self.result.unchanged += 1
             else:
-                changed.append((item, summary, run))
+                changed.append((item, summary, found[0]))
         changed = self._drop_known_versions(changed)
+        self._resolve_definitions([summary for _, summary in new] + [summary for _, summary, _ in changed])
         self._write_documents([item for item, _ in new] + [item for item, _, _ in changed])
         self._create_runs(new)
         self._update_runs(changed)
@@ -177,55 +243,51 @@ class UnitImporter:
         return RecordError(
             self.path,
             item.line,
-            "externalId",
+            item.id_field,
             f"{summary.source} record {summary.external_id!r} is also on {where} with different content",
         )
 
     def _existing_runs(
         self, summaries: dict[tuple[str, str], tuple[RunItem, RunSummary]]
-    ) -> dict[tuple[str, str], Run]:
-        by_source: dict[str, list[str]] = {}
-        for source, external_id in summaries:
-            by_source.setdefault(source, []).append(external_id)
-        query = Q()
-        for source, external_ids in by_source.items():
-            query |= Q(source=source, external_id__in=external_ids)
-        return {(run.source, run.external_id): run for run in Run.objects.filter(query)}
+    ) -> dict[tuple[str, str], tuple[int, str]]:
+        """(source, external id) -> (pk, current digest) of the runs already stored."""
+        run_ids = [run_id_for(source, external_id) for source, external_id in summaries]
+        return {(source, external_id): (pk, current) for source, external_id, pk, current in _stored_runs(run_ids)}
 
     def _drop_known_versions(
-        self, changed: list[tuple[RunItem, RunSummary, Run]]
-    ) -> list[tuple[RunItem, RunSummary, Run]]:
-        """An older version imported again stays old; a second version in one file is an error."""
+        self, changed: list[tuple[RunItem, RunSummary, int]]
+    ) -> list[tuple[RunItem, RunSummary, int]]:
+        """A second version in one file is an error; an older version imported again stays old."""
         if not changed:
             return changed
-        run_ids = [run.pk for *_, run in changed]
-        known = set(
-            RunVersion.objects.filter(
-                run_id__in=run_ids, digest__in=[item.run.digest for item, *_ in changed]
-            ).values_list("run_id", "digest")
+        # Every version of these runs, a few each: asked only by run, the query cannot drift onto
+        # reading all the versions this import has written so far.
+        versions = RunVersion.objects.filter(run__in=[run_pk for *_, run_pk in changed]).values_list(
+            "run_id", "digest", "import_log_id", "source_line"
         )
-        from_this_file = dict(
-            RunVersion.objects.filter(run_id__in=run_ids, import_log=self.log).values_list("run_id", "source_line")
-        )
+        known: set[tuple[int, str]] = set()
+        from_this_file: dict[int, int | None] = {}
+        for run_pk, version_digest, import_log_id, source_line in versions:
+            known.add((run_pk, version_digest))
+            if import_log_id == self.log.pk:
+                from_this_file[run_pk] = source_line
         kept = []
-        for item, summary, run in changed:
-            if (run.pk, item.run.digest) in known:
+        for item, summary, run_pk in changed:
+            if run_pk in from_this_file:
+                raise self._duplicate_error(item, summary, from_this_file[run_pk])
+            if (run_pk, item.run.digest) in known:
                 self.result.unchanged += 1
-            elif run.pk in from_this_file:
-                raise self._duplicate_error(item, summary, from_this_file[run.pk])
             else:
-                kept.append((item, summary, run))
+                kept.append((item, summary, run_pk))
         return kept
 
     def _write_documents(self, items: Iterable[RunItem]) -> None:
-        rows: dict[str, Document] = {}
+        rows: dict[str, tuple[str, str, str, str]] = {}
         for item in items:
             for sealed in item.documents.values():
                 if sealed.digest not in self.written_digests and sealed.digest not in rows:
-                    rows[sealed.digest] = Document(
-                        digest=sealed.digest, kind=sealed.kind, name=sealed.name, canonical=sealed.text
-                    )
-        Document.objects.bulk_create(rows.values(), ignore_conflicts=True, batch_size=BATCH_SIZE)
+                    rows[sealed.digest] = (sealed.digest, sealed.kind, sealed.name, sealed.text)
+        DOCUMENTS.insert(list(rows.values()))
         if len(self.written_digests) > WRITTEN_DIGESTS_LIMIT:
             self.written_digests.clear()
         self.written_digests.update(rows)
@@ -233,102 +295,107 @@ class UnitImporter:
     def _create_runs(self, new: list[tuple[RunItem, RunSummary]]) -> None:
         if not new:
             return
-        runs = [
-            Run(
-                run_id=run_id_for(summary.source, summary.external_id),
-                source=summary.source,
-                external_id=summary.external_id,
+        rows = [
+            (
+                run_id_for(summary.source, summary.external_id),
+                summary.source,
+                summary.external_id,
+                *self._index_values(item, summary),
             )
-            for _, summary in new
+            for item, summary in new
         ]
-        for run, (item, summary) in zip(runs, new, strict=True):
-            self._apply(run, item, summary)
-        Run.objects.bulk_create(runs, batch_size=BATCH_SIZE)
-        self._add_versions(zip(runs, (item for item, _ in new), strict=True))
-        self.result.created += len(runs)
+        pks = RUNS.insert(rows, returning_ids=True)
+        self._add_versions(zip(pks, (item for item, _ in new), strict=True))
+        self.result.created += len(rows)
 
-    def _update_runs(self, changed: list[tuple[RunItem, RunSummary, Run]]) -> None:
+    def _update_runs(self, changed: list[tuple[RunItem, RunSummary, int]]) -> None:
         if not changed:
             return
-        for item, summary, run in changed:
-            self.touched_definitions.update([run.definition_id] if run.definition_id else [])
-            self._apply(run, item, summary)
-            run.updated_at = timezone.now()
-        Run.objects.bulk_update([run for *_, run in changed], RUN_INDEX_FIELDS, batch_size=BATCH_SIZE)
-        self._add_versions((run, item) for item, _, run in changed)
+        runs = Run.objects.in_bulk([run_pk for *_, run_pk in changed])
+        now = timezone.now()
+        for item, summary, run_pk in changed:
+            run = runs[run_pk]
+            if run.definition_id:
+                self.touched_definitions.add(run.definition_id)
+            for name, value in zip(RUN_INDEX_FIELDS, self._index_values(item, summary), strict=True):
+                setattr(run, name, value)
+            run.updated_at = now
+        Run.objects.bulk_update(runs.values(), [*RUN_INDEX_FIELDS, "updated_at"], batch_size=BATCH_SIZE)
+        self._add_versions((run_pk, item) for item, _, run_pk in changed)
         self.result.updated += len(changed)
 
-    def _apply(self, run: Run, item: RunItem, summary: RunSummary) -> None:
-        """Copy the index fields of a run's current version onto its row."""
+    def _index_values(self, item: RunItem, summary: RunSummary) -> tuple[Any, ...]:
+        """The index fields of a run's current version (RUN_INDEX_FIELDS), read from its documents."""
         documents = item.documents
-        run.digest = item.run.digest
-        run.protocol_digest = documents["protocol"].digest
-        run.environment_digest = documents["environment"].digest
         spec = item.run.value["spec"]
-        run.workload_digest = spec.get("workloadDigest") or ""
-        run.implementation_digest = spec.get("implementationDigest") or ""
-        run.declared_digests = item.declared_digests
-        run.definition_id = self._definition_id(summary.definition)
-        run.group_id = self._group_id(summary, run.definition_id)
-        run.title = summary.title[:500]
-        run.implementation_name = summary.implementation_name[:255]
-        run.project = summary.project[:255]
-        run.hardware = summary.group.hardware
-        run.status = summary.status
-        run.primary_statistic = summary.primary_statistic
-        run.latency_ns = summary.latency_ns
-        run.source_score = summary.source_score
-        run.source_rank = None
-        run.on_public_board = summary.on_public_board
-        run.observed_at = summary.observed_at
-        if run.definition_id:
-            self.touched_definitions.add(run.definition_id)
+        definition_id = self.definition_ids[_definition_key(summary.definition)] if summary.definition else None
+        if definition_id:
+            self.touched_definitions.add(definition_id)
+        return (
+            item.run.digest,
+            documents["protocol"].digest,
+            documents["environment"].digest,
+            spec.get("workloadDigest") or "",
+            spec.get("implementationDigest") or "",
+            item.declared_digests,
+            definition_id,
+            self.group_ids[summary.group.key],
+            summary.title[:500],
+            summary.implementation_name[:255],
+            summary.project[:255],
+            summary.group.hardware,
+            summary.status,
+            summary.primary_statistic,
+            summary.latency_ns,
+            summary.source_score,
+            None,  # the source rank is set once the whole file is in
+            summary.on_public_board,
+            summary.observed_at,
+        )
 
-    def _add_versions(self, pairs: Iterable[tuple[Run, RunItem]]) -> None:
-        versions = [
-            RunVersion(
-                run=run,
-                digest=item.run.digest,
-                declared_digests=item.declared_digests,
-                import_log=self.log,
-                source_line=item.line,
-            )
-            for run, item in pairs
-        ]
-        RunVersion.objects.bulk_create(versions, batch_size=BATCH_SIZE)
+    def _add_versions(self, pairs: Iterable[tuple[int, RunItem]]) -> None:
+        VERSIONS.insert(
+            [(run_pk, item.run.digest, item.declared_digests, self.log.pk, item.line) for run_pk, item in pairs]
+        )
 
-    def _definition_id(self, ref: DefinitionRef | None) -> int | None:
-        if ref is None:
-            return None
-        key = (ref.source, ref.name)
-        if key not in self.definition_ids:
-            definition, created = Definition.objects.get_or_create(
-                source=ref.source,
-                name=ref.name,
-                defaults={"external_id": ref.external_id, "title": ref.title[:255]},
+    def _resolve_definitions(self, summaries: list[RunSummary]) -> None:
+        """Find or create the definitions and comparison groups of a batch, a few queries for all of them."""
+        definitions = {
+            _definition_key(s.definition): s.definition
+            for s in summaries
+            if s.definition is not None and _definition_key(s.definition) not in self.definition_ids
+        }
+        if definitions:
+            self._fetch_definitions(definitions)
+            Definition.objects.bulk_create(
+                [
+                    Definition(source=ref.source, name=ref.name, external_id=ref.external_id, title=ref.title[:255])
+                    for key, ref in definitions.items()
+                    if key not in self.definition_ids
+                ],
+                ignore_conflicts=True,
             )
-            if not created and ref.external_id and not definition.external_id:
-                Definition.objects.filter(pk=definition.pk).update(external_id=ref.external_id)
-            self.definition_ids[key] = definition.pk
-        return self.definition_ids[key]
+            self._fetch_definitions(definitions)
+        groups: dict[str, ComparisonGroup] = {}
+        for summary in summaries:
+            if summary.group.key not in self.group_ids and summary.group.key not in groups:
+                definition_id = self.definition_ids[_definition_key(summary.definition)] if summary.definition else None
+                groups[summary.group.key] = _new_group(summary.group, definition_id)
+        if groups:
+            ComparisonGroup.objects.bulk_create(groups.values(), ignore_conflicts=True)
+            self.group_ids.update(ComparisonGroup.objects.filter(key__in=list(groups)).values_list("key", "pk"))
 
-    def _group_id(self, summary: RunSummary, definition_id: int | None) -> int:
-        group = summary.group
-        if group.key not in self.group_ids:
-            row, _ = ComparisonGroup.objects.get_or_create(
-                key=group.key,
-                defaults={
-                    "definition_id": definition_id,
-                    "family": group.family,
-                    "harness": group.harness,
-                    "harness_version": group.harness_version,
-                    "hardware": group.hardware,
-                    "architecture": group.architecture,
-                    "native_order": group.native_order,
-                },
-            )
-            self.group_ids[group.key] = row.pk
-        return self.group_ids[group.key]
+    def _fetch_definitions(self, wanted: dict[tuple[str, str], DefinitionRef]) -> None:
+        query = Q()
+        for source, name in wanted:
+            query |= Q(source=source, name=name)
+        for pk, source, name, external_id in Definition.objects.filter(query).values_list(
+            "pk", "source", "name", "external_id"
+        ):
+            ref = wanted[(source, name)]
+            if ref.external_id and not external_id:
+                Definition.objects.filter(pk=pk).update(external_id=ref.external_id)
+            self.definition_ids[(source, name)] = pk
 
     # -- definitions and boards ------------------------------------------------
 
@@ -393,28 +460,88 @@ class UnitImporter:
 
 
 def refresh_source_ranks(definition_ids: set[int]) -> None:
-    """Each run's place on its source's own board, where the board lists its score."""
+    """Each run's place on its source's own board, where the board lists its score.
+
+    Groups without a board lose any rank in one statement. Elsewhere runs are
+    read as plain values a chunk at a time and only changed ranks are written,
+    so a group of a million runs costs no more memory than one chunk.
+    """
     if not definition_ids:
         return
-    groups = (
+    groups = list(
         ComparisonGroup.objects.filter(definition_id__in=definition_ids)
         .exclude(native_order="")
         .select_related("definition")
     )
+    boards = _boards_of(groups)
+    unranked = [group.pk for group in groups if group.pk not in boards]
+    Run.objects.filter(group_id__in=unranked).exclude(source_rank=None).update(source_rank=None)
+    for group_pk, board in boards.items():
+        changed: list[Run] = []
+        rows = Run.objects.filter(group_id=group_pk).values_list(
+            "pk", "source_score", "on_public_board", "withdrawn_at", "source_rank"
+        )
+        for pk, score, on_public_board, withdrawn_at, current in rows.iterator(chunk_size=BATCH_SIZE):
+            rank = None
+            if on_public_board and withdrawn_at is None and score is not None:
+                rank = board.rank_of(score)
+            if rank != current:
+                changed.append(Run(pk=pk, source_rank=rank))
+            if len(changed) >= BATCH_SIZE:
+                Run.objects.bulk_update(changed, ["source_rank"])
+                changed = []
+        Run.objects.bulk_update(changed, ["source_rank"])
+
+
+def _boards_of(groups: list[ComparisonGroup]) -> dict[int, SourceBoard]:
+    """group pk -> the source's board for its definition, GPU and stack version, where there is one."""
+    wanted: dict[tuple[str, str, str, str], list[int]] = {}
     for group in groups:
         assert group.definition is not None
-        board = SourceBoard.objects.filter(
-            source=group.definition.source,
-            definition_external_id=group.definition.external_id,
-            hardware=group.hardware,
-            stack_version=group.harness_version,
-        ).first()
-        changed = []
-        for run in group.runs.only("id", "source_score", "on_public_board", "withdrawn_at", "source_rank"):
-            rank = None
-            if board is not None and run.on_public_board and run.withdrawn_at is None and run.source_score is not None:
-                rank = board.rank_of(run.source_score)
-            if rank != run.source_rank:
-                run.source_rank = rank
-                changed.append(run)
-        Run.objects.bulk_update(changed, ["source_rank"], batch_size=BATCH_SIZE)
+        identity = (group.definition.source, group.definition.external_id, group.hardware, group.harness_version)
+        wanted.setdefault(identity, []).append(group.pk)
+    candidates = SourceBoard.objects.filter(
+        source__in={source for source, *_ in wanted},
+        definition_external_id__in={external_id for _, external_id, *_ in wanted},
+    )
+    boards: dict[int, SourceBoard] = {}
+    for board in candidates:
+        identity = (board.source, board.definition_external_id, board.hardware, board.stack_version)
+        for group_pk in wanted.get(identity, []):
+            boards[group_pk] = board
+    return boards
+
+
+def _stored_runs(run_ids: list[str]) -> list[tuple[str, str, int, str]]:
+    """(source, external id, pk, digest) of the stored runs among these permalink ids.
+
+    The lookup goes by run id, whose unique index the planner takes even on a
+    table it has no statistics for yet, as in a first large import: asked by
+    (source, external id) it chose to read every run of the source, per batch.
+    """
+    if connection.vendor != "postgresql":
+        return list(Run.objects.filter(run_id__in=run_ids).values_list("source", "external_id", "pk", "digest"))
+    # One array parameter: binding a batch's thousands of ids one by one cost more than the lookup itself.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT source, external_id, id, digest FROM {Run._meta.db_table} WHERE run_id = ANY(%s)", [run_ids]
+        )
+        rows: list[tuple[str, str, int, str]] = cursor.fetchall()
+    return rows
+
+
+def _definition_key(ref: DefinitionRef) -> tuple[str, str]:
+    return (ref.source, ref.name)
+
+
+def _new_group(group: GroupRef, definition_id: int | None) -> ComparisonGroup:
+    return ComparisonGroup(
+        key=group.key,
+        definition_id=definition_id,
+        family=group.family,
+        harness=group.harness,
+        harness_version=group.harness_version,
+        hardware=group.hardware,
+        architecture=group.architecture,
+        native_order=group.native_order,
+    )

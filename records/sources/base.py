@@ -21,6 +21,7 @@ from records.manifest import RunItem, Sealed, seal
 from records.schema import DocumentError
 
 Progress = Callable[[int], None] | None
+READ_BUFFER = 1 << 20
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -102,7 +103,9 @@ def read_json_file(path: Path) -> Any:
 
 def iter_json_lines(path: Path, progress: Progress = None) -> Iterator[tuple[int, Any]]:
     """(line number, value) for each non-blank line of a JSONL file, streamed."""
-    with path.open("rb") as handle:
+    # A large buffer: each read lets other threads run (an import writes while it reads), and
+    # getting the interpreter back after a read can take a few milliseconds.
+    with path.open("rb", buffering=READ_BUFFER) as handle:
         for number, raw in enumerate(handle, start=1):
             if progress:
                 progress(len(raw))

@@ -214,7 +214,7 @@ def _run_item(group: RunGroup, path: Path) -> RunItem:
         "workload": seal_or_fail(workload, "workload", path, group.first_line),
         "implementation": seal_or_fail(implementation, "implementation", path, group.first_line),
     }
-    return assemble(path, group.first_line, run, references)
+    return assemble(path, group.first_line, run, references, id_field="solution")
 
 
 def _metrics(cases: list[dict[str, Any]]) -> dict[str, Any]:

@@ -100,7 +100,7 @@ class BaselineTimingAdapter:
                     "workload": seal_or_fail(workload, "workload", path, None),
                     "implementation": implementation,
                 }
-                yield assemble(path, None, run, references)
+                yield assemble(path, None, run, references, id_field=f"{level}.{problem}")
 
 
 def _run_spec(timing: Timing, definition: str, external_id: str) -> dict[str, Any]:

@@ -84,16 +84,17 @@ class SubmitEvent(BaseModel):
 class SubmissionsAdapter:
     """Final submission records, or the raw submit/poll event stream of a client.
 
-    Lines that carry an `event` key form a stream: a submission's later lines
-    supersede its earlier ones, and only its last state counts. Plain records
-    must name each submission once.
+    Plain records are yielded as they are read, so a file of any size streams;
+    a record that names a submission already seen is left to the import, which
+    refuses it when its content differs. Lines that carry an `event` key form a
+    stream: a submission's later lines supersede its earlier ones, and only its
+    last state counts, so a stream keeps one record per submission until its end.
     """
 
     name = SOURCE
 
     def read(self, path: Path, progress: Progress = None) -> Iterator[Item]:
         latest: dict[int, tuple[int, Submission]] = {}
-        plain_lines: dict[int, int] = {}
         for line, value in iter_json_lines(path, progress):
             if not isinstance(value, dict):
                 raise RecordError(path, line, None, "expected a JSON object per line")
@@ -105,18 +106,9 @@ class SubmissionsAdapter:
                 raise RecordError(path, line, "event", f"unknown event {event!r}; expected 'submit' or 'poll'")
             record = validate_record(Submission, value, path, line)
             if event is None:
-                if record.id in plain_lines:
-                    yield_line = plain_lines[record.id]
-                    if latest[record.id][1] != record:
-                        raise RecordError(
-                            path,
-                            line,
-                            "id",
-                            f"submission {record.id} is also on line {yield_line} with different content",
-                        )
-                    continue
-                plain_lines[record.id] = line
-            latest[record.id] = (line, record)
+                yield submission_item(path, line, record)
+            else:
+                latest[record.id] = (line, record)
         for line, record in latest.values():
             yield submission_item(path, line, record)
 
@@ -147,7 +139,7 @@ def submission_item(path: Path, line: int, record: Submission) -> Item:
         "workload": sol_workload(record.kernel_id, record.kernel_name),
         "implementation": seal_or_fail(implementation, "implementation", path, line),
     }
-    return assemble(path, line, run, references)
+    return assemble(path, line, run, references, id_field="id")
 
 
 def _run_spec(record: Submission, status: str) -> dict[str, Any]:

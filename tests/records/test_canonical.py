@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+import rfc8785
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from records.canonical import digest, parse_json
+from records.canonical import CanonicalizationError, canonical_bytes, canonical_text, digest, parse_json
 from tests.conftest import SEED_MANIFEST
 
 SEED_PROTOCOL_DIGEST = "sha256:3f554a31a601edfb225b1828b104ce4c9a8254dd925ee6ce63fc357304b2098a"
@@ -66,13 +67,17 @@ def test_duplicate_keys_are_refused_not_silently_dropped() -> None:
         parse_json('{"latency": 1, "latency": 2}')
 
 
+def containers(children: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return st.one_of(st.lists(children, max_size=4), st.dictionaries(st.text(max_size=8), children, max_size=4))
+
+
 json_values = st.recursive(
     st.none()
     | st.booleans()
     | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    containers,
     max_leaves=20,
 )
 
@@ -81,3 +86,44 @@ json_values = st.recursive(
 def test_any_reformatting_keeps_the_digest(value: object, indent: int | None, sort_keys: bool) -> None:
     reformatted = json.dumps(value, indent=indent, sort_keys=sort_keys, ensure_ascii=sort_keys)
     assert digest(parse_json(reformatted)) == digest(value)
+
+
+# Characters where a canonicaliser can go wrong: escapes, controls, non-ASCII,
+# BMP characters above the surrogates (which sort after astral ones in UTF-16),
+# astral characters, and lone surrogates (which are not UTF-8).
+tricky_characters = st.sampled_from(
+    ["a", "Z", "0", '"', "\\", "/", "\b", "\f", "\n", "\r", "\t", "\x00", "\x1f", "\x7f", "é", "\u2028"]
+    + ["\ue000", "\uffff", "\U0001d11e", "\U0001f600", "\ud800", "\udfff"]
+)
+any_text = st.text(st.characters(exclude_categories=()) | tricky_characters, max_size=12)
+# Every double, including subnormals, the exponent-form boundaries and the ones RFC 8785 refuses.
+any_float = st.floats() | st.sampled_from(
+    [1e-7, 1e-6, 9.999999999999999e-7, 1e-5, 1e-4, 1e15, 1e16, 1e20, 1e21, 9.999999999999999e20, 5e-324, -0.0]
+)
+any_json = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**54), max_value=2**54) | any_float | any_text,
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(any_text, children, max_size=5),
+    max_leaves=30,
+)
+
+
+def reference_bytes(value: object) -> bytes | type[ValueError]:
+    try:
+        return rfc8785.dumps(value)  # type: ignore[arg-type]
+    except ValueError:  # rfc8785's CanonicalizationError, or a UnicodeError from a lone surrogate
+        return ValueError
+
+
+@settings(max_examples=2000)
+@given(any_json)
+@example({"\U0001f600": 1, "\ue000": 2, "a": 3})
+@example([1e16, 1e21, 1.5e-7, 2.5e-6, 123.0, -0.0, 2**53 - 1, -(2**53) + 1])
+@example({"nested": [{"b": None, "a": [True, False, "\u00e9\n"]}]})
+def test_the_fast_canonicaliser_writes_exactly_the_reference_bytes(value: object) -> None:
+    expected = reference_bytes(value)
+    if expected is ValueError:
+        with pytest.raises(CanonicalizationError):
+            canonical_bytes(value)
+    else:
+        assert canonical_bytes(value) == expected
+        assert canonical_text(value) == expected.decode()

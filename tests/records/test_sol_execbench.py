@@ -13,6 +13,7 @@ from records.manifest import RunItem
 from records.sources.base import BoardItem, DefinitionItem, SkippedItem
 from records.sources.sol_execbench import BoardAdapter, ProblemAdapter, SubmissionsAdapter
 from tests.conftest import SAMPLE_DATA, SEED_MANIFEST
+from tests.pages import write_jsonl
 
 SOL = SAMPLE_DATA / "sol-execbench"
 
@@ -86,8 +87,7 @@ def test_an_unfinished_submission_is_skipped_with_a_reason(tmp_path: Path) -> No
 
 
 def write_records(path: Path, *records: dict[str, object]) -> Path:
-    path.write_text("".join(json.dumps(record) + "\n" for record in records))
-    return path
+    return write_jsonl(path, list(records))
 
 
 def first_record() -> dict[str, object]:
@@ -142,17 +142,22 @@ def test_a_bad_record_names_its_line_and_field(
     assert message in raised.value.message
 
 
-def test_the_same_submission_twice_with_other_content_is_refused(tmp_path: Path) -> None:
-    good = first_record()
-    path = write_records(tmp_path / "twice.jsonl", good, good | {"sol_score": 0.5})
-    with pytest.raises(RecordError, match="also on line 1 with different content") as raised:
-        runs_in(path)
-    assert raised.value.line == 2
+def test_plain_records_are_yielded_as_they_are_read(tmp_path: Path) -> None:
+    # Nothing past the first line is read before its run is handed on: a file of any size streams.
+    path = tmp_path / "stream.jsonl"
+    path.write_text(json.dumps(first_record()) + "\n{not json\n")
+    items = SubmissionsAdapter().read(path)
+    first = next(items)
+    assert isinstance(first, RunItem) and first.line == 1
+    with pytest.raises(RecordError, match="not valid JSON"):
+        next(items)
 
 
-def test_the_same_submission_twice_with_the_same_content_is_one_run(tmp_path: Path) -> None:
+def test_a_repeated_submission_is_left_to_the_import_which_names_the_id_field(tmp_path: Path) -> None:
     good = first_record()
-    assert len(runs_in(write_records(tmp_path / "twice.jsonl", good, good))) == 1
+    items = runs_in(write_records(tmp_path / "twice.jsonl", good, good | {"sol_score": 0.5}))
+    assert [item.line for item in items] == [1, 2]
+    assert {item.id_field for item in items} == {"id"}
 
 
 def test_a_problem_folder_is_a_definition_with_cases_and_references() -> None:

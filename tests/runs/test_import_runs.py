@@ -13,6 +13,7 @@ from django.core.management import call_command
 from records.canonical import digest_of_bytes
 from runs.models import ComparisonGroup, Definition, Document, ImportLog, Run, RunVersion, SourceBoard, WorkloadCase
 from tests.conftest import SEED_MANIFEST, ImportRuns, data_pack
+from tests.pages import write_jsonl
 
 SOL_SUBMISSIONS = "sol-execbench/submissions.jsonl"
 INDEX_MODELS = (Run, RunVersion, Document, Definition, WorkloadCase, ComparisonGroup, SourceBoard)
@@ -30,11 +31,6 @@ def snapshot() -> dict[str, Any]:
 
 def submission_lines(sample: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (sample / SOL_SUBMISSIONS).read_text().splitlines()]
-
-
-def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(record) + "\n" for record in records))
-    return path
 
 
 def test_every_file_in_the_data_pack_imports(import_runs: ImportRuns) -> None:

@@ -77,13 +77,12 @@ def describe(result: ImportResult) -> str:
 def summary(result: ImportResult) -> str:
     parts = []
     if result.runs:
-        parts.append(
-            f"{result.runs} runs ({result.created} new, {result.updated} updated, {result.unchanged} unchanged)"
-        )
+        counts = f"{result.created} new, {result.updated} updated, {result.unchanged} unchanged"
+        parts.append(f"{plural(result.runs, 'run')} ({counts})")
     if result.definitions:
-        parts.append(f"{result.definitions} definition{'s' if result.definitions != 1 else ''} updated")
+        parts.append(f"{plural(result.definitions, 'definition')} new or changed")
     if result.boards:
-        parts.append(f"{result.boards} board snapshots")
+        parts.append(f"{plural(result.boards, 'board snapshot')} new or changed")
     parts.extend(f"skipped {reason}" for reason in result.skipped)
     return "; ".join(parts) or "nothing new"
 
