@@ -16,6 +16,7 @@ from django.utils.safestring import SafeString
 
 from attestations.models import Attestation, IssueReport
 from attestations.services import moderate_attestations, set_report_status
+from runs.cache import bump_generation_on_commit
 from runs.models import Run
 from runs.templatetags.kernelindex import latency
 
@@ -82,6 +83,15 @@ class AttestationAdmin(RunLinkMixin, AttestationModelAdmin):
     def save_model(self, request: HttpRequest, obj: Attestation, form: ModelForm[Attestation], change: bool) -> None:
         _record_moderator(obj, form, request, change)
         super().save_model(request, obj, form, change)
+        bump_generation_on_commit()  # an edited or (un)approved note shows differently on its run page
+
+    def delete_model(self, request: HttpRequest, obj: Attestation) -> None:
+        super().delete_model(request, obj)
+        bump_generation_on_commit()
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Attestation]) -> None:
+        super().delete_queryset(request, queryset)
+        bump_generation_on_commit()
 
 
 @admin.register(IssueReport)

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from attestations.forms import NoteForm, ReportForm
 from attestations.models import Attestation, IssueReport
+from runs.cache import bump_generation_on_commit
 from runs.models import Run
 
 
@@ -35,7 +36,10 @@ def submit_issue_report(run: Run, form: ReportForm) -> IssueReport:
 def moderate_attestations(attestations: QuerySet[Attestation], status: str, moderator: User) -> int:
     """Approve or reject; rows already in that state keep who decided and when."""
     changed = attestations.exclude(status=status)
-    return changed.update(status=status, moderated_at=timezone.now(), moderated_by=moderator)
+    count = changed.update(status=status, moderated_at=timezone.now(), moderated_by=moderator)
+    if count:
+        bump_generation_on_commit()  # an approved note appears on its run page, a rejected one disappears
+    return count
 
 
 def set_report_status(reports: QuerySet[IssueReport], status: str, moderator: User) -> int:

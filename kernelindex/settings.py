@@ -146,7 +146,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    "default": {"BACKEND": "runs.redis_cache.RedisCache", "LOCATION": REDIS_URL}
     if REDIS_URL
     else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": VAR_DIR / "cache"}
 }
@@ -202,10 +202,15 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 
 RUNS_PER_PAGE = env_int("RUNS_PER_PAGE", 50)
+# How long a rendered public page stays in the cache (runs/cache.py); 0 renders every request,
+# the default in development, where templates change under a running server.
+PAGE_CACHE_SECONDS = env_int("PAGE_CACHE_SECONDS", 0 if DEBUG else 24 * 3600)
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # Django's own console handler would print every request log line a second time.
+    "loggers": {"django": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO"), "propagate": False}},
 }

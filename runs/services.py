@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from runs.cache import bump_generation_on_commit
 from runs.models import Run
 
 
@@ -17,6 +18,7 @@ def withdraw_run(run: Run, reason: str) -> None:
     run.withdrawn_reason = reason.strip()
     run.source_rank = None
     run.save(update_fields=["withdrawn_at", "withdrawn_reason", "source_rank", "updated_at"])
+    bump_generation_on_commit()
 
 
 @transaction.atomic
@@ -28,3 +30,4 @@ def restore_run(run: Run) -> None:
     run.save(update_fields=["withdrawn_at", "withdrawn_reason", "updated_at"])
     if run.definition_id:
         refresh_source_ranks({run.definition_id})
+    bump_generation_on_commit()

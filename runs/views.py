@@ -10,20 +10,24 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, Min
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from records.canonical import is_digest
 from records.sources import SOURCES, SourceInfo
 from runs import display
+from runs.cache import cached_page
 from runs.charts import Mark, StripChart, latency_chart, score_chart
 from runs.citations import Citation
 from runs.forms import CompareForm, RunSearchForm
 from runs.http import HtmxHttpRequest
 from runs.models import ComparisonGroup, Definition, Document, Run
 from runs.selectors import (
+    CHART_POINTS,
     board_for,
     chart_latencies,
     get_definition_or_404,
@@ -86,6 +90,17 @@ def run_summary(run: Run, position: int | None = None) -> dict[str, Any]:
     return summary
 
 
+# -- health check ----------------------------------------------------------------
+
+
+@require_GET
+@never_cache
+def healthz(request: HttpRequest) -> HttpResponse:
+    """For a load balancer: the app answers. It touches neither the database nor the cache, so a slow
+    database makes pages slow but never takes every server out of rotation at once."""
+    return HttpResponse("ok", content_type="text/plain")
+
+
 # -- home ----------------------------------------------------------------------
 
 
@@ -126,11 +141,12 @@ def _search(request: HttpRequest) -> tuple[RunSearchForm, Page[Any]]:
 
 
 @require_GET
+@cached_page
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
     documents = run_documents(run)
     values = {role: document.value for role, document in documents.items()}
-    return render(request, "runs/run_detail.html", _run_context(request, run, documents, values))
+    return TemplateResponse(request, "runs/run_detail.html", _run_context(request, run, documents, values))
 
 
 def _run_context(
@@ -186,6 +202,7 @@ def _citation(request: HttpRequest, run: Run, author: str) -> Citation:
 
 
 @require_GET
+@cached_page
 def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
     """The run's canonical manifest, byte for byte the form its digests are computed on."""
     run = get_run_or_404(run_id)
@@ -207,13 +224,15 @@ def document_json(request: HttpRequest, digest: str) -> HttpResponse:
 
 @require_GET
 @vary_on_headers("HX-Request")
+@cached_page
 def group_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
     context = _group_context(request, get_group_or_404(key))
     template = "runs/group_detail.html#leaderboard" if request.htmx else "runs/group_detail.html"
-    return render(request, template, context)
+    return TemplateResponse(request, template, context)
 
 
 @require_GET
+@cached_page
 def group_json(request: HttpRequest, key: str) -> JsonResponse:
     context = _group_context(request, get_group_or_404(key))
     group: ComparisonGroup = context["group"]
@@ -280,7 +299,8 @@ def _latency_chart(group: ComparisonGroup, highlight: Run | None, references: li
         for run_id, ns in chart_latencies(group, highlight)
     ]
     lines = [(ref.kind, ref.get_kind_display(), ref.latency_ns) for ref in references]
-    return latency_chart("Latency of the group's ranked runs", marks, lines)
+    shown = "the fastest ranked runs" if len(marks) >= CHART_POINTS else "every ranked run"
+    return latency_chart(f"Latency of {shown} in the group", marks, lines)
 
 
 def _score_chart(board: Any, highlight: Run | None) -> StripChart | None:

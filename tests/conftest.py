@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.core.cache import cache
 from django.core.management import CommandError, call_command
 
 SAMPLE_DATA = Path(__file__).parent / "data"
@@ -21,6 +24,26 @@ def data_pack() -> Path:
         return Path(configured)
     beside = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
     return beside if beside.is_dir() else SAMPLE_DATA
+
+
+@pytest.fixture(autouse=True)
+def clean_cache(settings: Any, tmp_path: Path) -> Iterator[None]:
+    """The configured cache backend (file, or Redis when REDIS_URL is set), empty for each test, caching pages.
+
+    Each test's database starts empty, and cached pages and the rate limiter's counts
+    must start with it. The file cache moves to the test's own folder; on Redis a fresh
+    key prefix keeps tests apart without flushing a database something else may share.
+    """
+    default = dict(settings.CACHES["default"])
+    if default["BACKEND"].endswith("FileBasedCache"):
+        default["LOCATION"] = str(tmp_path / "cache")
+    else:
+        default["KEY_PREFIX"] = f"test-{uuid.uuid4().hex}"
+    settings.CACHES = {"default": default}
+    # Pages are cached as in production (development turns the page cache off).
+    settings.PAGE_CACHE_SECONDS = 3600
+    yield
+    cache.close()
 
 
 @pytest.fixture

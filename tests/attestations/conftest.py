@@ -1,38 +1,17 @@
-"""Fixtures for the attestation tests: a real imported run, a clean cache, htmx and plain clients."""
+"""Fixtures for the attestation tests: a real imported run, htmx and plain clients."""
 
 from __future__ import annotations
 
 import re
-import uuid
-from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
-from typing import Any
 
 import pytest
-from django.core.cache import cache
 
 from runs.models import Run
 from tests.conftest import ImportRuns
 
 HTMX = {"HX-Request": "true"}
-
-
-@pytest.fixture(autouse=True)
-def clean_cache(settings: Any, tmp_path: Path) -> Iterator[None]:
-    """The configured cache backend (file, or Redis when REDIS_URL is set), empty for each test.
-
-    The file cache moves to the test's own folder; on Redis a fresh key prefix
-    keeps tests apart without flushing a database something else may share.
-    """
-    default = dict(settings.CACHES["default"])
-    if default["BACKEND"].endswith("FileBasedCache"):
-        default["LOCATION"] = str(tmp_path / "cache")
-    else:
-        default["KEY_PREFIX"] = f"test-{uuid.uuid4().hex}"
-    settings.CACHES = {"default": default}
-    yield
-    cache.close()
 
 
 @pytest.fixture

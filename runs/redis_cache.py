@@ -1,0 +1,34 @@
+"""Django's Redis cache backend, with one redis-py client per connection pool instead of one per call.
+
+Django builds a new `redis.Redis` for every cache operation; with redis-py 8 that
+costs more than the round trip itself (about 160 µs against 120 µs on loopback),
+and a cached page is one round trip. The client is thread-safe and holds no
+connection of its own (the pool does), so keeping it changes nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.cache.backends import redis as django_redis
+from redis import Redis
+
+
+class RedisCacheClient(django_redis.RedisCacheClient):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._clients: dict[int, Redis] = {}
+
+    def get_client(self, key: str | bytes | memoryview | None = None, *, write: bool = False) -> Redis:
+        # Django's own choice of server (reads may go to a replica), then that server's one client.
+        index: int = self._get_connection_pool_index(write)  # type: ignore[attr-defined]
+        if index not in self._clients:
+            pool = self._get_connection_pool(write)  # type: ignore[attr-defined]
+            self._clients[index] = self._client(connection_pool=pool)  # type: ignore[attr-defined]
+        return self._clients[index]
+
+
+class RedisCache(django_redis.RedisCache):
+    def __init__(self, server: str, params: dict[str, Any]) -> None:
+        super().__init__(server, params)
+        self._class = RedisCacheClient

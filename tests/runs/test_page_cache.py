@@ -1,0 +1,236 @@
+"""Cached pages: what any visitor sees must be as fresh, and as much their own, as a page rendered for them.
+
+Writes retire cached pages after they commit; each test runs inside a transaction
+that never commits, so the writes here run under `django_capture_on_commit_callbacks`,
+which runs the commit callbacks as a real commit would.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from attestations.models import Attestation
+from runs import cache
+from runs.models import Run
+from runs.selectors import run_documents, run_manifest_text
+from runs.services import restore_run, withdraw_run
+from tests.conftest import ImportRuns
+from tests.pages import sol_records, visible_text, write_jsonl
+
+HTMX = {"HX-Request": "true"}
+NOTE_THANKS = "Thanks — your note will appear once a moderator approves it."
+TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"|"X-CSRFToken": "([^"]+)"')
+
+
+@pytest.fixture
+def run(import_runs: ImportRuns, sample: Path) -> Run:
+    import_runs(sample / "sol-execbench" / "submissions.jsonl")
+    found = Run.objects.filter(status="passed").select_related("group").order_by("latency_ns").first()
+    assert found is not None
+    return found
+
+
+def page_text(client: Client, url: str) -> str:
+    response = client.get(url)
+    assert response.status_code == 200
+    return visible_text(response.content)
+
+
+def tokens(html: bytes) -> list[str]:
+    """Every CSRF token on a page: base.html's hx-headers and each form's hidden field."""
+    return [form or header for form, header in TOKEN.findall(html.decode())]
+
+
+def queries(client: Client, url: str) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url).status_code == 200
+    return len(captured)
+
+
+# -- served from the cache -----------------------------------------------------------
+
+
+def test_a_page_seen_before_is_served_without_a_query(client: Client, run: Run) -> None:
+    for url in (run.get_absolute_url(), f"{run.get_absolute_url()}.json", run.group.get_absolute_url()):
+        assert queries(client, url) > 0
+        assert queries(Client(), url) == 0
+
+
+def test_the_json_twin_from_the_cache_is_the_canonical_manifest_byte_for_byte(client: Client, run: Run) -> None:
+    manifest = run_manifest_text(run, run_documents(run)).encode()
+    for _ in range(2):
+        response = client.get(f"{run.get_absolute_url()}.json")
+        assert response.content == manifest
+        assert response["Content-Type"] == "application/json"
+        assert response["Content-Disposition"] == f'inline; filename="run-{run.run_id}.manifest.json"'
+        assert "csrftoken" not in response.cookies
+
+
+def test_the_htmx_fragment_and_the_full_page_are_cached_apart(client: Client, run: Run) -> None:
+    url = run.group.get_absolute_url()
+    for _ in range(2):
+        full = client.get(url)
+        fragment = client.get(url, headers=HTMX)
+        assert full.content.decode().startswith("<!doctype html>")
+        assert fragment.content.decode().strip().startswith('<div id="leaderboard">')
+        assert "HX-Request" in full["Vary"] and "HX-Request" in fragment["Vary"]
+
+
+def test_an_unknown_run_stays_404(client: Client, run: Run) -> None:
+    for _ in range(2):
+        assert client.get("/runs/000000000000").status_code == 404
+
+
+# -- fresh after every write -------------------------------------------------------------
+
+
+def test_an_approved_note_shows_at_once(
+    client: Client, admin_client: Client, run: Run, django_capture_on_commit_callbacks: Any
+) -> None:
+    note = Attestation.objects.create(run=run, kind="note", body="Reran it on a B200: same latency.")
+    assert "No attestations yet." in page_text(client, run.get_absolute_url())
+
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_client.post("/admin/attestations/attestation/", {"action": "approve", "_selected_action": [note.pk]})
+    assert "Reran it on a B200: same latency." in page_text(client, run.get_absolute_url())
+
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_client.post("/admin/attestations/attestation/", {"action": "reject", "_selected_action": [note.pk]})
+    assert "Reran it on a B200" not in page_text(client, run.get_absolute_url())
+
+
+def test_a_note_edited_or_deleted_in_the_admin_shows_at_once(
+    client: Client, admin_client: Client, run: Run, django_capture_on_commit_callbacks: Any
+) -> None:
+    note = Attestation.objects.create(run=run, kind="note", body="Reran it.", status="approved")
+    assert "Reran it." in page_text(client, run.get_absolute_url())
+
+    change = f"/admin/attestations/attestation/{note.pk}/change/"
+    fields = {"run": run.pk, "kind": "note", "outcome": "", "gpu": "", "author_name": "", "contact_email": ""}
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_client.post(change, fields | {"body": "Reran it twice.", "status": "approved"})
+    assert "Reran it twice." in page_text(client, run.get_absolute_url())
+
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_client.post(f"/admin/attestations/attestation/{note.pk}/delete/", {"post": "yes"})
+    assert "No attestations yet." in page_text(client, run.get_absolute_url())
+
+
+def test_a_withdrawn_and_restored_run_shows_at_once(
+    client: Client, run: Run, django_capture_on_commit_callbacks: Any
+) -> None:
+    run_page, group_page = run.get_absolute_url(), run.group.get_absolute_url()
+    assert run.run_id in page_text(client, group_page)
+    assert "Withdrawn on" not in page_text(client, run_page)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        withdraw_run(run, "Submitted twice.")
+    assert "Submitted twice." in page_text(client, run_page)
+    assert run.run_id not in page_text(client, group_page)
+    assert run.run_id not in client.get(f"{group_page}.json").content.decode()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        restore_run(run)
+    assert "Withdrawn on" not in page_text(client, run_page)
+    assert run.run_id in page_text(client, group_page)
+
+
+def test_a_withdrawal_retires_cached_pages_only_once_it_commits(client: Client, run: Run) -> None:
+    page = run.get_absolute_url()
+    page_text(client, page)
+    withdraw_run(run, "Not committed yet.")  # the test's transaction never commits
+    assert queries(client, page) == 0
+
+
+def test_an_imported_run_shows_at_once(
+    client: Client, import_runs: ImportRuns, tmp_path: Path, django_capture_on_commit_callbacks: Any
+) -> None:
+    records = sol_records(4)
+    import_runs(write_jsonl(tmp_path / "first.jsonl", records[:3]))
+    group = Run.objects.get(external_id=str(records[0]["id"])).group
+    assert client.get(f"{group.get_absolute_url()}.json").json()["count"] == 3
+    page_text(client, group.get_absolute_url())
+
+    with django_capture_on_commit_callbacks(execute=True):
+        import_runs(write_jsonl(tmp_path / "more.jsonl", records[3:]))
+    new = Run.objects.get(external_id=str(records[3]["id"]))
+    assert client.get(f"{group.get_absolute_url()}.json").json()["count"] == 4
+    assert new.run_id in page_text(client, group.get_absolute_url())
+
+
+def test_the_citation_shows_the_day_it_is_read(client: Client, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    today = timezone.now()
+    assert f"accessed {today:%Y-%m-%d}" in page_text(client, run.get_absolute_url())
+    tomorrow = today + timedelta(days=1)
+    monkeypatch.setattr(timezone, "now", lambda: tomorrow)
+    assert f"accessed {tomorrow:%Y-%m-%d}" in page_text(client, run.get_absolute_url())
+
+
+def test_a_new_release_never_serves_pages_the_last_one_rendered(
+    client: Client, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page_text(client, run.get_absolute_url())
+    monkeypatch.setattr(cache, "code_version", lambda: "the next release")
+    assert queries(client, run.get_absolute_url()) > 0
+
+
+# -- never shared ------------------------------------------------------------------
+
+
+def test_two_visitors_never_see_each_others_csrf_token(run: Run) -> None:
+    ada, bob = Client(), Client()
+    ada_page, bob_page = ada.get(run.get_absolute_url()), bob.get(run.get_absolute_url())
+    assert len(tokens(ada_page.content)) == 3  # hx-headers, the note form, the report form
+    assert set(tokens(ada_page.content)).isdisjoint(tokens(bob_page.content))
+    assert ada.cookies["csrftoken"].value != bob.cookies["csrftoken"].value
+    assert "Cookie" in bob_page["Vary"]
+
+
+def test_a_form_posts_with_the_token_from_a_cached_page(run: Run) -> None:
+    Client().get(run.get_absolute_url())  # someone else's visit caches the page
+    visitor, stranger = Client(enforce_csrf_checks=True), Client(enforce_csrf_checks=True)
+    token = tokens(visitor.get(run.get_absolute_url()).content)[1]  # the note form's
+    stranger.get(run.get_absolute_url())
+    note = {"note-kind": "note", "note-body": "Same on my H100.", "note-latency_unit": "us"}
+
+    assert stranger.post(f"/runs/{run.run_id}/notes", note | {"csrfmiddlewaretoken": token}).status_code == 403
+    assert visitor.post(f"/runs/{run.run_id}/notes", note | {"csrfmiddlewaretoken": token}).status_code == 302
+    assert Attestation.objects.get().body == "Same on my H100."
+
+
+def test_the_thanks_after_a_post_without_javascript_shows_to_its_sender_alone(run: Run) -> None:
+    sender, other = Client(), Client()
+    sender.get(run.get_absolute_url())
+    other.get(run.get_absolute_url())
+    response = sender.post(f"/runs/{run.run_id}/notes", {"note-kind": "note", "note-body": "Same on my H100."})
+    assert response.status_code == 302
+
+    assert NOTE_THANKS in page_text(sender, run.get_absolute_url())
+    assert NOTE_THANKS not in page_text(other, run.get_absolute_url())
+    assert NOTE_THANKS not in page_text(sender, run.get_absolute_url())  # shown once, as messages are
+
+
+def test_a_signed_in_moderator_gets_a_page_of_their_own(admin_user: User, run: Run) -> None:
+    moderator, visitor = Client(), Client()
+    moderator.force_login(admin_user)
+    assert queries(moderator, run.get_absolute_url()) > 0
+    assert queries(visitor, run.get_absolute_url()) > 0  # what the moderator got was not kept for others
+    assert queries(visitor, run.get_absolute_url()) == 0
+    assert queries(moderator, run.get_absolute_url()) > 0  # nor are they served what others got
+
+
+def test_pages_are_rendered_every_time_when_the_cache_is_off(client: Client, run: Run, settings: Any) -> None:
+    settings.PAGE_CACHE_SECONDS = 0
+    assert queries(client, run.get_absolute_url()) > 0
+    assert queries(client, run.get_absolute_url()) > 0
+    assert len(tokens(client.get(run.get_absolute_url()).content)) == 3
