@@ -121,12 +121,8 @@ def submission_item(path: Path, line: int, record: Submission) -> Item:
         raise RecordError(path, line, "is_correct", "a COMPLETED submission must say whether it is correct")
     if status == "passed" and record.latency_ms is None:
         raise RecordError(path, line, "latency_ms", "a correct submission needs a latency")
-    implementation = make_document(
-        "Implementation",
-        f"sol-submission-{record.id}",
-        {"name": f"submission {record.id}", "revision": f"submission-{record.id}", "artifacts": []},
-        title=f"SOL-ExecBench submission {record.id}",
-    )
+    # The API names no author, project or code for a submission, so there is no
+    # Implementation document to make; the run's title names the submission.
     run = make_document(
         "BenchmarkRun",
         f"sol-submission-{record.id}",
@@ -137,7 +133,6 @@ def submission_item(path: Path, line: int, record: Submission) -> Item:
         "protocol": sol_protocol(record.evaluation_stack_version),
         "environment": sol_environment(record.gpu_type, record.evaluation_stack_version),
         "workload": sol_workload(record.kernel_id, record.kernel_name),
-        "implementation": seal_or_fail(implementation, "implementation", path, line),
     }
     return assemble(path, line, run, references, id_field="id")
 

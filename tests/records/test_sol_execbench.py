@@ -66,9 +66,10 @@ def test_the_run_points_at_its_documents_by_digest() -> None:
         ("protocol", "protocolDigest"),
         ("environment", "environmentDigest"),
         ("workload", "workloadDigest"),
-        ("implementation", "implementationDigest"),
     ):
         assert spec[field] == item.documents[role].digest
+    # The API names no author or code: no Implementation document is made up.
+    assert "implementationDigest" not in spec
 
 
 def test_an_event_stream_counts_only_each_submissions_last_state() -> None:
