@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 class RecordError(Exception):
@@ -14,6 +15,11 @@ class RecordError(Exception):
         self.field = field
         self.message = message
         super().__init__(str(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled by its four parts (Exception's default would pass only the message back to
+        # __init__), so that a reader process can send the error to the importer.
+        return (type(self), (self.path, self.line, self.field, self.message), self.__dict__)
 
     def __str__(self) -> str:
         where = [self.path]

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
-from records.identity import comparison_key, definition_title
-from records.manifest import RunItem
+from records.identity import comparison_key, definition_title, run_id_for
+from records.manifest import RunItem, Sealed
 from records.schema import parse_timestamp
 
 NATIVE_SOURCE = "kernelindex"
@@ -41,51 +42,104 @@ class GroupRef:
     native_order: str
 
 
-@dataclass(frozen=True)
-class RunSummary:
+# A document as the index stores it: (digest, kind, name, canonical text).
+DocumentRow = tuple[str, str, str, str]
+
+
+class RunSummary(NamedTuple):
+    """A run reduced to what the importer writes: plain values, cheap to send to another process.
+
+    It is made next to the adapter (on the reader thread, or in the reader
+    process for a large file), so that the writer only matches and writes. As
+    a plain tuple it pickles and unpickles in a few microseconds, where the
+    RunItem it comes from, with its parsed documents, took ten times as long.
+    """
+
+    line: int | None
+    id_field: str
+    run_id: str
     source: str
     external_id: str
+    digest: str
+    declared_digests: dict[str, str]
+    # Every document of the manifest, the run's own among them.
+    documents: tuple[DocumentRow, ...]
+    protocol_digest: str
+    environment_digest: str
+    workload_digest: str
+    implementation_digest: str
+    definition: DefinitionRef | None
+    group: GroupRef
     title: str
+    implementation_name: str
+    project: str
     status: str
     primary_statistic: str
     latency_ns: float | None
-    observed_at: datetime | None
-    implementation_name: str
-    project: str
     source_score: float | None
     on_public_board: bool
-    definition: DefinitionRef | None
-    group: GroupRef
+    observed_at: datetime | None
 
 
 def summarize(item: RunItem) -> RunSummary:
     run = item.run.value
     spec = run["spec"]
     native = spec.get("sourceNative") or {}
-    protocol = item.documents["protocol"].value["spec"]
+    documents = item.documents
     timing = spec.get("timing") or {}
-    primary = timing.get("primaryStatistic", protocol["measurement"]["primaryStatistic"])
+    primary = timing.get("primaryStatistic", documents["protocol"].value["spec"]["measurement"]["primaryStatistic"])
     definition = _definition(item, native)
-    implementation = item.documents.get("implementation")
+    implementation = documents.get("implementation")
     title = run["metadata"].get("title") or run["metadata"]["name"]
     implementation_name, project = _implementation(implementation.value["spec"] if implementation else None, title)
-    group = _group(item, spec.get("workloadDigest") or _definition_key(definition))
+    workload_digest = spec.get("workloadDigest") or ""
+    group = _group(item, workload_digest or _definition_key(definition))
     score = native.get("metrics", {}).get(group.native_order) if group.native_order else None
+    source = native.get("source", NATIVE_SOURCE)
+    external_id = native.get("externalId", run["metadata"]["name"])
     return RunSummary(
-        source=native.get("source", NATIVE_SOURCE),
-        external_id=native.get("externalId", run["metadata"]["name"]),
-        title=title,
-        status=spec["status"],
-        primary_statistic=primary,
-        latency_ns=timing.get("latencyNs", {}).get(primary),
-        observed_at=parse_timestamp(spec["observedAt"]) if spec.get("observedAt") else None,
-        implementation_name=implementation_name,
-        project=project,
-        source_score=float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
-        on_public_board=native.get("submissionMode") != "private",
-        definition=definition,
-        group=group,
+        item.line,
+        item.id_field,
+        run_id_for(source, external_id),
+        source,
+        external_id,
+        item.run.digest,
+        item.declared_digests,
+        tuple(_document_row(sealed) for sealed in documents.values()),
+        documents["protocol"].digest,
+        documents["environment"].digest,
+        workload_digest,
+        spec.get("implementationDigest") or "",
+        definition,
+        group,
+        title,
+        implementation_name,
+        project,
+        spec["status"],
+        primary,
+        timing.get("latencyNs", {}).get(primary),
+        float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
+        native.get("submissionMode") != "private",
+        parse_timestamp(spec["observedAt"]) if spec.get("observedAt") else None,
     )
+
+
+# Shared documents (a protocol, an environment, a workload) recur on most runs: one
+# row object each, so that a pickled chunk of runs carries each one once. Cleared
+# when full, never stale: the key is the digest.
+_DOCUMENT_ROWS: dict[str, DocumentRow] = {}
+DOCUMENT_ROWS_REMEMBERED = 4096
+
+
+def _document_row(sealed: Sealed) -> DocumentRow:
+    if sealed.kind == "BenchmarkRun":
+        return (sealed.digest, sealed.kind, sealed.name, sealed.text)
+    row = _DOCUMENT_ROWS.get(sealed.digest)
+    if row is None:
+        if len(_DOCUMENT_ROWS) >= DOCUMENT_ROWS_REMEMBERED:
+            _DOCUMENT_ROWS.clear()
+        row = _DOCUMENT_ROWS[sealed.digest] = (sealed.digest, sealed.kind, sealed.name, sealed.text)
+    return row
 
 
 # Runs that share a protocol, an environment and a workload share a group: a file
@@ -132,10 +186,14 @@ def _definition(item: RunItem, native: dict[str, Any]) -> DefinitionRef | None:
     workload = item.documents.get("workload")
     if workload is not None:
         ref = workload.value["spec"]["definition"]
-        return DefinitionRef(ref["source"], ref["name"], str(ref.get("id") or ""))
+        return _definition_ref(ref["source"], ref["name"], str(ref.get("id") or ""))
     if native.get("benchmark"):
-        return DefinitionRef(native["source"], native["benchmark"], str(native.get("kernelId") or ""))
+        return _definition_ref(native["source"], native["benchmark"], str(native.get("kernelId") or ""))
     return None
+
+
+# A few hundred definitions recur across a file's runs: one object each, as for groups.
+_definition_ref = lru_cache(maxsize=4096)(DefinitionRef)
 
 
 def _definition_key(definition: DefinitionRef | None) -> dict[str, str]:

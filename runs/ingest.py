@@ -22,11 +22,10 @@ from django.utils import timezone
 
 from records.canonical import digest
 from records.errors import RecordError
-from records.identity import run_id_for
-from records.manifest import RunItem
+from records.reading import ReadItem, read_in_process, summarized
 from records.sources import ImportUnit
-from records.sources.base import BoardItem, DefinitionItem, Item, Progress, SkippedItem
-from records.summary import DefinitionRef, GroupRef, RunSummary, summarize
+from records.sources.base import BoardItem, DefinitionItem, Progress, SkippedItem
+from records.summary import DefinitionRef, GroupRef, RunSummary
 from runs.bulk import BulkInserter
 from runs.cache import bump_generation_on_commit
 from runs.models import (
@@ -42,6 +41,9 @@ from runs.models import (
 )
 
 BATCH_SIZE = 2000
+# From this size a file is read in a process of its own (the size from which import_runs shows a
+# progress bar): starting one costs a fraction of a second, which a smaller file would not win back.
+READER_PROCESS_MIN_BYTES = 4 * 1024 * 1024
 # Shared documents (protocols, environments, workloads) recur on every line;
 # remember that many digests as already stored, then start over.
 WRITTEN_DIGESTS_LIMIT = 50_000
@@ -94,12 +96,22 @@ class ImportResult:
         self.boards += other.boards
 
 
-def import_unit(unit: ImportUnit, progress: Progress = None) -> ImportResult:
-    """Import one unit in one transaction; a RecordError leaves the database as it was."""
-    with transaction.atomic():
+def import_unit(unit: ImportUnit, progress: Progress = None, *, in_process: bool | None = None) -> ImportResult:
+    """Import one unit in one transaction; a RecordError leaves the database as it was.
+
+    A large file is read in a process of its own (`in_process` insists either way);
+    every write happens here, in this transaction.
+    """
+    if in_process is None:
+        in_process = unit.path.is_file() and unit.path.stat().st_size >= READER_PROCESS_MIN_BYTES
+    with transaction.atomic(), foreign_keys_checked_as_written():
         log = ImportLog.objects.create(path=str(unit.path), source=unit.source)
         importer = UnitImporter(unit.path, unit.source, log)
-        with read_ahead(unit.adapter.read(unit.path, progress)) as items:
+        if in_process:
+            reading = read_in_process(unit, progress)
+        else:
+            reading = read_ahead(summarized(unit.adapter.read(unit.path, progress)))
+        with reading as items:
             importer.add_all(items)
         importer.finish()
         bump_generation_on_commit()
@@ -107,7 +119,29 @@ def import_unit(unit: ImportUnit, progress: Progress = None) -> ImportResult:
 
 
 @contextmanager
-def read_ahead(items: Iterator[Item], chunk: int = 500, chunks: int = 4) -> Iterator[Iterator[Item]]:
+def foreign_keys_checked_as_written() -> Iterator[None]:
+    """Check foreign keys as each statement ends, not all at commit.
+
+    Django makes PostgreSQL's foreign keys deferred. Deferred, the four checks
+    per run of a large import all waited for its commit: seconds at the end with
+    nothing else to do, and a queue of pending checks that grew with the file.
+    Checked as each batch is written, they overlap the reading of the next one.
+    Every row an import writes refers to rows already written. Afterwards the
+    keys are deferred again, for whatever a surrounding transaction still does;
+    a rollback restores that by itself.
+    """
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+
+
+@contextmanager
+def read_ahead(items: Iterator[ReadItem], chunk: int = 500, chunks: int = 4) -> Iterator[Iterator[ReadItem]]:
     """The adapter's items, read on a thread of their own a few chunks ahead.
 
     Reading (parsing, validating, canonicalising) is pure Python; writing waits
@@ -115,10 +149,10 @@ def read_ahead(items: Iterator[Item], chunk: int = 500, chunks: int = 4) -> Iter
     most `chunks` chunks wait in between, so memory stays bounded. An error the
     adapter raises surfaces here in its turn, after the items before it.
     """
-    handoff: Queue[list[Item] | BaseException | None] = Queue(maxsize=chunks)
+    handoff: Queue[list[ReadItem] | BaseException | None] = Queue(maxsize=chunks)
     stopping = threading.Event()
 
-    def hand_over(value: list[Item] | BaseException | None) -> bool:
+    def hand_over(value: list[ReadItem] | BaseException | None) -> bool:
         while not stopping.is_set():
             try:
                 handoff.put(value, timeout=0.1)
@@ -128,8 +162,8 @@ def read_ahead(items: Iterator[Item], chunk: int = 500, chunks: int = 4) -> Iter
         return False
 
     def read() -> None:
+        ready: list[ReadItem] = []
         try:
-            ready: list[Item] = []
             for item in items:
                 ready.append(item)
                 if len(ready) >= chunk:
@@ -138,10 +172,11 @@ def read_ahead(items: Iterator[Item], chunk: int = 500, chunks: int = 4) -> Iter
                     ready = []
             if hand_over(ready):
                 hand_over(None)
-        except BaseException as error:  # handed to the writer, which raises it
-            hand_over(error)
+        except BaseException as error:  # handed to the writer, which raises it after the items before it
+            if hand_over(ready):
+                hand_over(error)
 
-    def received() -> Iterator[Item]:
+    def received() -> Iterator[ReadItem]:
         while True:
             value = handoff.get()
             if value is None:
@@ -171,15 +206,15 @@ class UnitImporter:
         self.path = path
         self.log = log
         self.result = ImportResult(str(path), source)
-        self.pending: list[RunItem] = []
+        self.pending: list[RunSummary] = []
         self.touched_definitions: set[int] = set()
         self.definition_ids: dict[tuple[str, str], int] = {}
         self.group_ids: dict[str, int] = {}
         self.written_digests: set[str] = set()
 
-    def add_all(self, items: Iterable[Item]) -> None:
+    def add_all(self, items: Iterable[ReadItem]) -> None:
         for item in items:
-            if isinstance(item, RunItem):
+            if isinstance(item, RunSummary):
                 self.pending.append(item)
                 if len(self.pending) >= BATCH_SIZE:
                     self.flush()
@@ -207,62 +242,56 @@ class UnitImporter:
         batch, self.pending = self.pending, []
         if not batch:
             return
-        summaries = self._unique_in_batch(batch)
-        existing = self._existing_runs(summaries)
-        new: list[tuple[RunItem, RunSummary]] = []
-        changed: list[tuple[RunItem, RunSummary, int]] = []
-        for key, (item, summary) in summaries.items():
+        unique = self._unique_in_batch(batch)
+        existing = self._existing_runs(unique)
+        new: list[RunSummary] = []
+        changed: list[tuple[RunSummary, int]] = []
+        for key, run in unique.items():
             found = existing.get(key)
             if found is None:
-                new.append((item, summary))
-            elif found[1] == item.run.digest:
+                new.append(run)
+            elif found[1] == run.digest:
                 self.result.unchanged += 1
             else:
-                changed.append((item, summary, found[0]))
+                changed.append((run, found[0]))
         changed = self._drop_known_versions(changed)
-        self._resolve_definitions([summary for _, summary in new] + [summary for _, summary, _ in changed])
-        self._write_documents([item for item, _ in new] + [item for item, _, _ in changed])
+        self._resolve_definitions(new + [run for run, _ in changed])
+        self._write_documents(new + [run for run, _ in changed])
         self._create_runs(new)
         self._update_runs(changed)
 
-    def _unique_in_batch(self, batch: list[RunItem]) -> dict[tuple[str, str], tuple[RunItem, RunSummary]]:
-        unique: dict[tuple[str, str], tuple[RunItem, RunSummary]] = {}
-        for item in batch:
-            summary = summarize(item)
-            key = (summary.source, summary.external_id)
-            if key in unique:
-                earlier = unique[key][0]
-                if earlier.run.digest != item.run.digest:
-                    raise self._duplicate_error(item, summary, earlier.line)
-                continue
-            unique[key] = (item, summary)
+    def _unique_in_batch(self, batch: list[RunSummary]) -> dict[tuple[str, str], RunSummary]:
+        unique: dict[tuple[str, str], RunSummary] = {}
+        for run in batch:
+            key = (run.source, run.external_id)
+            earlier = unique.get(key)
+            if earlier is None:
+                unique[key] = run
+            elif earlier.digest != run.digest:
+                raise self._duplicate_error(run, earlier.line)
         return unique
 
-    def _duplicate_error(self, item: RunItem, summary: RunSummary, earlier_line: int | None) -> RecordError:
+    def _duplicate_error(self, run: RunSummary, earlier_line: int | None) -> RecordError:
         where = f"line {earlier_line}" if earlier_line else "earlier in this file"
         return RecordError(
             self.path,
-            item.line,
-            item.id_field,
-            f"{summary.source} record {summary.external_id!r} is also on {where} with different content",
+            run.line,
+            run.id_field,
+            f"{run.source} record {run.external_id!r} is also on {where} with different content",
         )
 
-    def _existing_runs(
-        self, summaries: dict[tuple[str, str], tuple[RunItem, RunSummary]]
-    ) -> dict[tuple[str, str], tuple[int, str]]:
+    def _existing_runs(self, unique: dict[tuple[str, str], RunSummary]) -> dict[tuple[str, str], tuple[int, str]]:
         """(source, external id) -> (pk, current digest) of the runs already stored."""
-        run_ids = [run_id_for(source, external_id) for source, external_id in summaries]
-        return {(source, external_id): (pk, current) for source, external_id, pk, current in _stored_runs(run_ids)}
+        stored = _stored_runs([run.run_id for run in unique.values()])
+        return {(source, external_id): (pk, current) for source, external_id, pk, current in stored}
 
-    def _drop_known_versions(
-        self, changed: list[tuple[RunItem, RunSummary, int]]
-    ) -> list[tuple[RunItem, RunSummary, int]]:
+    def _drop_known_versions(self, changed: list[tuple[RunSummary, int]]) -> list[tuple[RunSummary, int]]:
         """A second version in one file is an error; an older version imported again stays old."""
         if not changed:
             return changed
         # Every version of these runs, a few each: asked only by run, the query cannot drift onto
         # reading all the versions this import has written so far.
-        versions = RunVersion.objects.filter(run__in=[run_pk for *_, run_pk in changed]).values_list(
+        versions = RunVersion.objects.filter(run__in=[run_pk for _, run_pk in changed]).values_list(
             "run_id", "digest", "import_log_id", "source_line"
         )
         known: set[tuple[int, str]] = set()
@@ -272,98 +301,87 @@ class UnitImporter:
             if import_log_id == self.log.pk:
                 from_this_file[run_pk] = source_line
         kept = []
-        for item, summary, run_pk in changed:
+        for run, run_pk in changed:
             if run_pk in from_this_file:
-                raise self._duplicate_error(item, summary, from_this_file[run_pk])
-            if (run_pk, item.run.digest) in known:
+                raise self._duplicate_error(run, from_this_file[run_pk])
+            if (run_pk, run.digest) in known:
                 self.result.unchanged += 1
             else:
-                kept.append((item, summary, run_pk))
+                kept.append((run, run_pk))
         return kept
 
-    def _write_documents(self, items: Iterable[RunItem]) -> None:
+    def _write_documents(self, runs: Iterable[RunSummary]) -> None:
         rows: dict[str, tuple[str, str, str, str]] = {}
-        for item in items:
-            for sealed in item.documents.values():
-                if sealed.digest not in self.written_digests and sealed.digest not in rows:
-                    rows[sealed.digest] = (sealed.digest, sealed.kind, sealed.name, sealed.text)
+        written = self.written_digests
+        for run in runs:
+            for row in run.documents:
+                if row[0] not in written and row[0] not in rows:
+                    rows[row[0]] = row
         DOCUMENTS.insert(list(rows.values()))
-        if len(self.written_digests) > WRITTEN_DIGESTS_LIMIT:
-            self.written_digests.clear()
-        self.written_digests.update(rows)
+        if len(written) > WRITTEN_DIGESTS_LIMIT:
+            written.clear()
+        written.update(rows)
 
-    def _create_runs(self, new: list[tuple[RunItem, RunSummary]]) -> None:
+    def _create_runs(self, new: list[RunSummary]) -> None:
         if not new:
             return
-        rows = [
-            (
-                run_id_for(summary.source, summary.external_id),
-                summary.source,
-                summary.external_id,
-                *self._index_values(item, summary),
-            )
-            for item, summary in new
-        ]
+        rows = [(run.run_id, run.source, run.external_id, *self._index_values(run)) for run in new]
         pks = RUNS.insert(rows, returning_ids=True)
-        self._add_versions(zip(pks, (item for item, _ in new), strict=True))
+        self._add_versions(zip(pks, new, strict=True))
         self.result.created += len(rows)
 
-    def _update_runs(self, changed: list[tuple[RunItem, RunSummary, int]]) -> None:
+    def _update_runs(self, changed: list[tuple[RunSummary, int]]) -> None:
         if not changed:
             return
-        runs = Run.objects.in_bulk([run_pk for *_, run_pk in changed])
+        runs = Run.objects.in_bulk([run_pk for _, run_pk in changed])
         now = timezone.now()
-        for item, summary, run_pk in changed:
+        for indexed, run_pk in changed:
             run = runs[run_pk]
             if run.definition_id:
                 self.touched_definitions.add(run.definition_id)
-            for name, value in zip(RUN_INDEX_FIELDS, self._index_values(item, summary), strict=True):
+            for name, value in zip(RUN_INDEX_FIELDS, self._index_values(indexed), strict=True):
                 setattr(run, name, value)
             run.updated_at = now
         Run.objects.bulk_update(runs.values(), [*RUN_INDEX_FIELDS, "updated_at"], batch_size=BATCH_SIZE)
-        self._add_versions((run_pk, item) for item, _, run_pk in changed)
+        self._add_versions((run_pk, indexed) for indexed, run_pk in changed)
         self.result.updated += len(changed)
 
-    def _index_values(self, item: RunItem, summary: RunSummary) -> tuple[Any, ...]:
-        """The index fields of a run's current version (RUN_INDEX_FIELDS), read from its documents."""
-        documents = item.documents
-        spec = item.run.value["spec"]
-        definition_id = self.definition_ids[_definition_key(summary.definition)] if summary.definition else None
+    def _index_values(self, run: RunSummary) -> tuple[Any, ...]:
+        """The index fields of a run's current version (RUN_INDEX_FIELDS)."""
+        definition_id = self.definition_ids[_definition_key(run.definition)] if run.definition else None
         if definition_id:
             self.touched_definitions.add(definition_id)
         return (
-            item.run.digest,
-            documents["protocol"].digest,
-            documents["environment"].digest,
-            spec.get("workloadDigest") or "",
-            spec.get("implementationDigest") or "",
-            item.declared_digests,
+            run.digest,
+            run.protocol_digest,
+            run.environment_digest,
+            run.workload_digest,
+            run.implementation_digest,
+            run.declared_digests,
             definition_id,
-            self.group_ids[summary.group.key],
-            summary.title[:500],
-            summary.implementation_name[:255],
-            summary.project[:255],
-            summary.group.hardware,
-            summary.status,
-            summary.primary_statistic,
-            summary.latency_ns,
-            summary.source_score,
+            self.group_ids[run.group.key],
+            run.title[:500],
+            run.implementation_name[:255],
+            run.project[:255],
+            run.group.hardware,
+            run.status,
+            run.primary_statistic,
+            run.latency_ns,
+            run.source_score,
             None,  # the source rank is set once the whole file is in
-            summary.on_public_board,
-            summary.observed_at,
+            run.on_public_board,
+            run.observed_at,
         )
 
-    def _add_versions(self, pairs: Iterable[tuple[int, RunItem]]) -> None:
-        VERSIONS.insert(
-            [(run_pk, item.run.digest, item.declared_digests, self.log.pk, item.line) for run_pk, item in pairs]
-        )
+    def _add_versions(self, pairs: Iterable[tuple[int, RunSummary]]) -> None:
+        VERSIONS.insert([(run_pk, run.digest, run.declared_digests, self.log.pk, run.line) for run_pk, run in pairs])
 
-    def _resolve_definitions(self, summaries: list[RunSummary]) -> None:
+    def _resolve_definitions(self, runs: list[RunSummary]) -> None:
         """Find or create the definitions and comparison groups of a batch, a few queries for all of them."""
         definitions = {
-            _definition_key(s.definition): s.definition
-            for s in summaries
-            if s.definition is not None and _definition_key(s.definition) not in self.definition_ids
+            _definition_key(run.definition): run.definition
+            for run in runs
+            if run.definition is not None and _definition_key(run.definition) not in self.definition_ids
         }
         if definitions:
             self._fetch_definitions(definitions)
@@ -377,10 +395,10 @@ class UnitImporter:
             )
             self._fetch_definitions(definitions)
         groups: dict[str, ComparisonGroup] = {}
-        for summary in summaries:
-            if summary.group.key not in self.group_ids and summary.group.key not in groups:
-                definition_id = self.definition_ids[_definition_key(summary.definition)] if summary.definition else None
-                groups[summary.group.key] = _new_group(summary.group, definition_id)
+        for run in runs:
+            if run.group.key not in self.group_ids and run.group.key not in groups:
+                definition_id = self.definition_ids[_definition_key(run.definition)] if run.definition else None
+                groups[run.group.key] = _new_group(run.group, definition_id)
         if groups:
             ComparisonGroup.objects.bulk_create(groups.values(), ignore_conflicts=True)
             self.group_ids.update(ComparisonGroup.objects.filter(key__in=list(groups)).values_list("key", "pk"))
@@ -521,10 +539,13 @@ def _stored_runs(run_ids: list[str]) -> list[tuple[str, str, int, str]]:
     """
     if connection.vendor != "postgresql":
         return list(Run.objects.filter(run_id__in=run_ids).values_list("source", "external_id", "pk", "digest"))
-    # One array parameter: binding a batch's thousands of ids one by one cost more than the lookup itself.
+    # One parameter: binding a batch's thousands of ids one by one cost more than the lookup itself,
+    # and even a list parameter is written out element by element in Python. Run ids are hex digits.
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT source, external_id, id, digest FROM {Run._meta.db_table} WHERE run_id = ANY(%s)", [run_ids]
+            f"SELECT source, external_id, id, digest FROM {Run._meta.db_table} "
+            "WHERE run_id = ANY(string_to_array(%s, ','))",
+            [",".join(run_ids)],
         )
         rows: list[tuple[str, str, int, str]] = cursor.fetchall()
     return rows

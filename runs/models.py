@@ -199,7 +199,9 @@ class Run(models.Model):
         REPRODUCED = "reproduced"
         NOT_REPRODUCED = "not_reproduced", "not reproduced"
 
-    run_id = models.CharField(max_length=16, unique=True)
+    # Unique through a constraint, not unique=True, which on PostgreSQL also builds a
+    # varchar_pattern_ops index for LIKE: every run lookup is by equality.
+    run_id = models.CharField(max_length=16)
     source = models.CharField(max_length=32)
     external_id = models.CharField(max_length=255)
     digest = models.CharField(max_length=DIGEST_LENGTH, help_text="The current version's run document.")
@@ -209,8 +211,12 @@ class Run(models.Model):
     implementation_digest = models.CharField(max_length=DIGEST_LENGTH, blank=True)
     declared_digests = models.JSONField(default=dict, blank=True)
 
-    definition = models.ForeignKey(Definition, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
-    group = models.ForeignKey(ComparisonGroup, on_delete=models.PROTECT, related_name="runs")
+    # No index of their own: `run_definition` serves the definition, and the group indexes below
+    # lead with group_id. Each index is written for every run an import adds.
+    definition = models.ForeignKey(
+        Definition, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs", db_index=False
+    )
+    group = models.ForeignKey(ComparisonGroup, on_delete=models.PROTECT, related_name="runs", db_index=False)
     title = models.CharField(max_length=500)
     implementation_name = models.CharField(max_length=255)
     project = models.CharField(max_length=255, blank=True)
@@ -234,7 +240,10 @@ class Run(models.Model):
     objects = RunQuerySet.as_manager()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["source", "external_id"], name="run_source_external_id")]
+        constraints = [
+            models.UniqueConstraint(fields=["run_id"], name="run_run_id"),
+            models.UniqueConstraint(fields=["source", "external_id"], name="run_source_external_id"),
+        ]
         indexes = [
             models.Index(fields=["group", "latency_ns"], name="run_group_latency", condition=Q(withdrawn_at=None)),
             models.Index(fields=["group", "source_rank"], name="run_group_source_rank"),
@@ -266,7 +275,8 @@ class Run(models.Model):
 class RunVersion(models.Model):
     """Every run document a run has had; the newest one is the run's current digest."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="versions")
+    # Looked up by run through the unique (run, digest) index; one of its own would only cost writes.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="versions", db_index=False)
     digest = models.CharField(max_length=DIGEST_LENGTH)
     declared_digests = models.JSONField(default=dict, blank=True)
     import_log = models.ForeignKey(ImportLog, null=True, blank=True, on_delete=models.SET_NULL)

@@ -1,18 +1,24 @@
-"""The import service on files larger than one batch: repeats, versions and idempotence across batches."""
+"""The import service on files larger than one batch: repeats, versions and idempotence across batches,
+and large files read in a process of their own."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.management import call_command
 
+from records.errors import RecordError
+from records.sources import ImportUnit, detect
 from runs import ingest
-from runs.models import Document, Run, RunVersion
+from runs.models import ComparisonGroup, Definition, Document, ImportLog, Run, RunVersion
+from tests.bench.test_ingest_generator import generator
 from tests.conftest import ImportRuns
 from tests.pages import write_jsonl
+from tests.records.failing_adapters import RaisingAdapter
 
 SOL_SUBMISSIONS = "sol-execbench/submissions.jsonl"
 
@@ -96,3 +102,90 @@ def test_a_repeated_manifest_names_the_manifest_field(import_runs: ImportRuns, s
     output = import_runs(write_jsonl(tmp_path / "manifests.jsonl", [manifest, other]), fails=True)
     assert "line 2, field run.spec.sourceNative.externalId:" in output
     assert "also on line 1 with different content" in output
+
+
+# -- a large file, read in a process of its own ---------------------------------
+
+
+def everything_stored() -> dict[str, Any]:
+    """Every row an import writes, less the row ids and the times it was written."""
+    run_fields = [field for field in ingest.RUN_INDEX_FIELDS if field not in ("definition_id", "group_id")]
+    return {
+        "runs": sorted(
+            Run.objects.values_list("run_id", "source", "external_id", "definition__name", "group__key", *run_fields)
+        ),
+        "versions": sorted(RunVersion.objects.values_list("run__run_id", "digest", "declared_digests", "source_line")),
+        "documents": sorted(Document.objects.values_list("digest", "kind", "name", "canonical")),
+        "groups": sorted(ComparisonGroup.objects.values_list("key", "definition__name", "hardware", "native_order")),
+        "definitions": sorted(Definition.objects.values_list("source", "name", "external_id", "title")),
+    }
+
+
+def forget_everything() -> None:
+    for model in (RunVersion, Run, ComparisonGroup, Definition, Document, ImportLog):
+        model.objects.all().delete()
+
+
+@pytest.fixture
+def large_file(tmp_path: Path) -> Path:
+    """More runs than a batch and than a reader's chunk, so both are crossed."""
+    path: Path = generator().generate(tmp_path / "submissions.jsonl", 2500, seed=11)
+    return path
+
+
+@pytest.mark.django_db
+def test_a_file_read_in_a_process_stores_exactly_what_the_thread_stores(large_file: Path) -> None:
+    unit = ImportUnit(large_file, detect(large_file))
+    on_thread = ingest.import_unit(unit, in_process=False)
+    expected = everything_stored()
+    forget_everything()
+    in_process = ingest.import_unit(unit, in_process=True)
+    assert everything_stored() == expected
+    assert (in_process.created, in_process.skipped) == (on_thread.created, on_thread.skipped) == (2500, [])
+    again = ingest.import_unit(unit, in_process=True)
+    assert (again.created, again.unchanged) == (0, 2500)
+    assert everything_stored() == expected
+
+
+def test_a_bad_record_deep_in_a_large_file_is_refused_and_nothing_is_written(
+    import_runs: ImportRuns, large_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ingest, "READER_PROCESS_MIN_BYTES", 0)
+    lines = large_file.read_text().splitlines(keepends=True)
+    # After the first batch of 2000 runs has been written, inside the import's transaction.
+    lines[2300] = json.dumps(json.loads(lines[2300]) | {"kernel_id": "30"}) + "\n"
+    large_file.write_text("".join(lines))
+    output = import_runs(large_file, fails=True)
+    assert f"error: {large_file}, line 2301, field kernel_id: Input should be a valid integer" in output
+    assert f"nothing from {large_file} was written" in output
+    assert not Run.objects.exists() and not Document.objects.exists() and not RunVersion.objects.exists()
+    assert ImportLog.objects.get().error.startswith(f"{large_file}, line 2301")
+    assert not multiprocessing.active_children()
+
+
+@pytest.mark.django_db
+def test_a_large_file_reports_its_progress_in_bytes(large_file: Path) -> None:
+    read: list[int] = []
+    ingest.import_unit(ImportUnit(large_file, detect(large_file)), progress=read.append, in_process=True)
+    assert len(read) > 1
+    assert sum(read) == large_file.stat().st_size
+
+
+@pytest.mark.django_db
+def test_an_unexpected_error_in_the_reader_writes_nothing(large_file: Path) -> None:
+    unit = ImportUnit(large_file, RaisingAdapter(2100, KeyError, "kernel_name"))
+    with pytest.raises(KeyError):
+        ingest.import_unit(unit, in_process=True)
+    assert not Run.objects.exists() and not Document.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("small_batches")
+def test_a_repeat_found_by_the_writer_stops_the_reader(large_file: Path) -> None:
+    lines = large_file.read_text().splitlines(keepends=True)
+    lines.insert(3, json.dumps(json.loads(lines[0]) | {"sol_score": 0.5}) + "\n")
+    large_file.write_text("".join(lines))
+    with pytest.raises(RecordError, match=r"line 4, field id: .* is also on line 1 with different content"):
+        ingest.import_unit(ImportUnit(large_file, detect(large_file)), in_process=True)
+    assert not multiprocessing.active_children()
+    assert not Run.objects.exists()
