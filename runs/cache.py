@@ -138,7 +138,7 @@ def _page_of(response: HttpResponse, stamp: Stamp) -> CachedPage:
         return stamp, response.content, dict(response.headers), False
     response.context_data = {**(response.context_data or {}), "csrf_token": CSRF_PLACEHOLDER}
     response.render()
-    # A page without a form or base.html's hx-headers (an htmx fragment) sets no CSRF cookie, as before.
+    # A page without a form sets no CSRF cookie: only the forms carry a token, which htmx posts with them.
     return stamp, response.content, dict(response.headers), _CSRF_PLACEHOLDER_BYTES in response.content
 
 

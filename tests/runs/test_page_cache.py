@@ -29,7 +29,7 @@ from tests.pages import sol_records, visible_text, write_jsonl
 
 HTMX = {"HX-Request": "true"}
 NOTE_THANKS = "Thanks — your note will appear once a moderator approves it."
-TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"|"X-CSRFToken": "([^"]+)"')
+TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 
 @pytest.fixture
@@ -47,8 +47,8 @@ def page_text(client: Client, url: str) -> str:
 
 
 def tokens(html: bytes) -> list[str]:
-    """Every CSRF token on a page: base.html's hx-headers and each form's hidden field."""
-    return [form or header for form, header in TOKEN.findall(html.decode())]
+    """Every CSRF token on a page: each form's hidden field (htmx posts it with the form)."""
+    return TOKEN.findall(html.decode())
 
 
 def queries(client: Client, url: str) -> int:
@@ -190,16 +190,25 @@ def test_a_new_release_never_serves_pages_the_last_one_rendered(
 def test_two_visitors_never_see_each_others_csrf_token(run: Run) -> None:
     ada, bob = Client(), Client()
     ada_page, bob_page = ada.get(run.get_absolute_url()), bob.get(run.get_absolute_url())
-    assert len(tokens(ada_page.content)) == 3  # hx-headers, the note form, the report form
+    assert len(tokens(ada_page.content)) == 2  # the note form, the report form
     assert set(tokens(ada_page.content)).isdisjoint(tokens(bob_page.content))
     assert ada.cookies["csrftoken"].value != bob.cookies["csrftoken"].value
     assert "Cookie" in bob_page["Vary"]
 
 
+def test_pages_without_a_form_set_no_cookie(client: Client, run: Run) -> None:
+    for url in ("/", run.group.get_absolute_url(), f"{run.get_absolute_url()}.json", "/compare"):
+        for _ in range(2):  # rendered, then from the cache
+            response = client.get(url)
+            assert response.status_code == 200
+            assert not response.cookies, url
+    assert "csrftoken" in client.get(run.get_absolute_url()).cookies  # the run page has its two forms
+
+
 def test_a_form_posts_with_the_token_from_a_cached_page(run: Run) -> None:
     Client().get(run.get_absolute_url())  # someone else's visit caches the page
     visitor, stranger = Client(enforce_csrf_checks=True), Client(enforce_csrf_checks=True)
-    token = tokens(visitor.get(run.get_absolute_url()).content)[1]  # the note form's
+    token = tokens(visitor.get(run.get_absolute_url()).content)[0]  # the note form's
     stranger.get(run.get_absolute_url())
     note = {"note-kind": "note", "note-body": "Same on my H100.", "note-latency_unit": "us"}
 
@@ -233,4 +242,4 @@ def test_pages_are_rendered_every_time_when_the_cache_is_off(client: Client, run
     settings.PAGE_CACHE_SECONDS = 0
     assert queries(client, run.get_absolute_url()) > 0
     assert queries(client, run.get_absolute_url()) > 0
-    assert len(tokens(client.get(run.get_absolute_url()).content)) == 3
+    assert len(tokens(client.get(run.get_absolute_url()).content)) == 2
