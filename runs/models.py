@@ -171,12 +171,26 @@ class ImportLog(models.Model):
         return f"{self.path} ({self.started_at:%Y-%m-%d %H:%M})"
 
 
+# Statuses whose latency is a measurement of a correct kernel, so it can be ranked.
+RANKABLE_STATUSES = ("passed", "measured")
+# A group's listed runs fall in two parts, each with an index of its own (Run.Meta) whose
+# condition is this very Q, so that PostgreSQL sees the queries match the index.
+LISTED = Q(withdrawn_at=None)
+RANKABLE = LISTED & Q(status__in=RANKABLE_STATUSES, latency_ns__isnull=False)
+UNRANKED = LISTED & ~Q(status__in=RANKABLE_STATUSES, latency_ns__isnull=False)
+
+
 class RunQuerySet(models.QuerySet["Run"]):
     def listed(self) -> RunQuerySet:
-        return self.filter(withdrawn_at__isnull=True)
+        return self.filter(LISTED)
 
     def rankable(self) -> RunQuerySet:
-        return self.listed().filter(status__in=Run.RANKABLE_STATUSES, latency_ns__isnull=False)
+        """Listed runs with a measured latency of a correct kernel: the runs KernelIndex ranks."""
+        return self.filter(RANKABLE)
+
+    def unranked(self) -> RunQuerySet:
+        """Listed runs that cannot be ranked: failed, incorrect, or without a latency."""
+        return self.filter(UNRANKED)
 
     def newest_first(self) -> RunQuerySet:
         return self.order_by("-published_at", "-observed_at", "-id")
@@ -185,7 +199,7 @@ class RunQuerySet(models.QuerySet["Run"]):
 class Run(models.Model):
     """A run's permalink and the index fields of its current version."""
 
-    RANKABLE_STATUSES = ("passed", "measured")
+    RANKABLE_STATUSES = RANKABLE_STATUSES
 
     class Status(models.TextChoices):
         PASSED = "passed"
@@ -238,6 +252,8 @@ class Run(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = RunQuerySet.as_manager()
+    # Its place on the leaderboard page it is shown on (None: not ranked); set by runs.selectors.leaderboard.
+    position: int | None
 
     class Meta:
         constraints = [
@@ -245,7 +261,10 @@ class Run(models.Model):
             models.UniqueConstraint(fields=["source", "external_id"], name="run_source_external_id"),
         ]
         indexes = [
-            models.Index(fields=["group", "latency_ns"], name="run_group_latency", condition=Q(withdrawn_at=None)),
+            # A group's runs as leaderboards read them: a page, a run's rank (a count of the runs
+            # ahead) and a group's #1 read one of these two indexes alone.
+            models.Index(fields=["group", "latency_ns", "id"], name="run_group_rankable", condition=RANKABLE),
+            models.Index(fields=["group", "latency_ns", "id"], name="run_group_unranked", condition=UNRANKED),
             models.Index(fields=["group", "source_rank"], name="run_group_source_rank"),
             models.Index(fields=["-published_at", "-observed_at", "-id"], name="run_newest"),
             models.Index(fields=["definition"], name="run_definition"),

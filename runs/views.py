@@ -263,8 +263,6 @@ def group_json(request: HttpRequest, key: str) -> JsonResponse:
 def _group_context(request: HttpRequest, group: ComparisonGroup) -> dict[str, Any]:
     source_order = uses_source_order(group)
     page = _page(request, leaderboard(group, source_order))
-    for run in page.object_list:
-        run.position = run.position if source_order else (run.window_rank if run.unranked == 0 else None)
     highlight = _highlighted_run(request, group)
     references = references_for(group)
     board = board_for(group)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 from django.test import Client
 
@@ -84,6 +86,28 @@ def test_a_long_leaderboard_is_paginated(
     assert client.get(group.get_absolute_url() + "?page=999").status_code == 200  # nearest real page
     htmx = client.get(group.get_absolute_url() + "?page=2", headers={"HX-Request": "true"})
     assert htmx.content.decode().lstrip().startswith('<div id="leaderboard">')
+
+
+def test_ties_share_a_rank_across_pages_and_unranked_runs_come_last(
+    client: Client, import_runs: ImportRuns, tmp_path: Path, settings: Any
+) -> None:
+    settings.RUNS_PER_PAGE = 4
+    latencies_ms = [0.05, 0.03, 0.03, 0.04, 0.04, 0.04, 0.02, 0.06, 0.06, 0.01, 0.01, 0.07]
+    records = sol_records(len(latencies_ms))
+    for record, latency_ms in zip(records, latencies_ms, strict=True):
+        record["latency_ms"] = latency_ms
+    for record in records[-3:]:  # completed but incorrect: never ranked, however fast
+        record["is_correct"] = False
+    import_runs(write_jsonl(tmp_path / "ties.jsonl", records))
+    group = ComparisonGroup.objects.get()
+
+    pages = [client.get(f"{group.get_absolute_url()}.json?page={number}").json() for number in (1, 2, 3)]
+    ranks = [[run["rank"] for run in page["runs"]] for page in pages]
+    assert ranks == [[1, 2, 2, 4], [4, 4, 7, 8], [8, None, None, None]]
+    unranked = [run["latencyNs"] for run in pages[2]["runs"][1:]]
+    assert unranked == sorted(unranked)  # the runs it cannot rank, fastest first
+    html = client.get(f"{group.get_absolute_url()}?page=3").content.decode()
+    assert re.findall(r'<tr>\s*<td class="num">([^<]*)</td>', html) == ["8", "—", "—", "—"]
 
 
 def test_an_unknown_group_is_a_404(client: Client, db: None) -> None:
