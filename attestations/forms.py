@@ -117,8 +117,3 @@ class ReportForm(IssueReportModelForm):
 
 def filled_honeypot(form: NoteForm | ReportForm) -> bool:
     return bool(form.cleaned_data.get("website"))
-
-
-def empty_forms() -> tuple[NoteForm, ReportForm]:
-    """The run page's `note_form` and `report_form`, unbound; building them makes no query."""
-    return NoteForm(), ReportForm()

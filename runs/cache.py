@@ -9,10 +9,11 @@ overwritten. The generation is read before the page's queries run, so a page
 rendered from data older than a bump carries the generation before it, and nobody
 is served it.
 
-What differs between visitors never enters the cache: the page is rendered with a
-placeholder where the CSRF token goes, and each response gets its visitor's own
-token. Visitors with messages to see (after a form posted without JavaScript) and
-signed-in users get a page rendered for them alone.
+What differs between visitors never enters the cache. A page that used the
+visitor's CSRF token (a POST form) is served but not kept: the public pages
+fetch their forms on demand instead. Visitors with messages to see (after a
+form posted without JavaScript) and signed-in users get a page rendered for
+them alone.
 """
 
 from __future__ import annotations
@@ -30,17 +31,10 @@ from django.contrib import messages
 from django.core.cache import cache
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
-from django.middleware.csrf import get_token
 from django.template.response import TemplateResponse
 from django.utils import timezone
-from django.utils.safestring import mark_safe
 
 GENERATION_KEY = "pages:generation"
-# The page is rendered with this in place of the CSRF token. Every other string on a page is
-# escaped, so its "<" and ">" can come from nowhere else.
-CSRF_PLACEHOLDER = mark_safe("<!--csrf-token-->")
-_CSRF_PLACEHOLDER_BYTES = CSRF_PLACEHOLDER.encode()
-
 # What decides how a page looks, beside the database: its code, templates and static files.
 PAGE_SOURCES = ("templates", "static", "runs", "attestations", "records", "kernelindex")
 PAGE_SOURCE_SUFFIXES = {".py", ".html", ".css", ".js", ".svg"}
@@ -48,8 +42,8 @@ PAGE_SOURCE_SUFFIXES = {".py", ".html", ".css", ".js", ".svg"}
 View = TypeVar("View", bound=Callable[..., HttpResponse])
 Stamp = tuple[int, str, str]  # generation, date, code version
 # A plain tuple, so an entry written by another release still unpickles (and fails the stamp check):
-# stamp, content, headers, whether the content holds the CSRF placeholder.
-CachedPage = tuple[Stamp, bytes, dict[str, str], bool]
+# stamp, content, headers.
+CachedPage = tuple[Stamp, bytes, dict[str, str]]
 
 
 def current_generation() -> int:
@@ -102,11 +96,7 @@ def current_stamp(generation: int) -> Stamp:
 
 
 def cached_page(view: View) -> View:
-    """Serve a public GET view's 200 responses from the cache; see the module's docstring.
-
-    A view that renders a template returns a TemplateResponse, so the placeholder can
-    take the token's place in its context before it renders.
-    """
+    """Serve a public GET view's 200 responses from the cache; see the module's docstring."""
 
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
@@ -119,11 +109,13 @@ def cached_page(view: View) -> View:
         page: CachedPage | None = found.get(key)
         if page is None or page[0] != stamp:
             response = view(request, *args, **kwargs)
-            if response.status_code != 200 or response.streaming or response.cookies:
+            if isinstance(response, TemplateResponse):
+                response.render()
+            if not _shareable(request, response):
                 return response
-            page = _page_of(response, stamp)
+            page = (stamp, response.content, dict(response.headers))
             cache.set(key, page, timeout=settings.PAGE_CACHE_SECONDS)
-        return _response(request, page)
+        return _response(page)
 
     return wrapper  # type: ignore[return-value]
 
@@ -133,19 +125,14 @@ def _personal(request: HttpRequest) -> bool:
     return request.user.is_authenticated or len(messages.get_messages(request)) > 0
 
 
-def _page_of(response: HttpResponse, stamp: Stamp) -> CachedPage:
-    if not isinstance(response, TemplateResponse):
-        return stamp, response.content, dict(response.headers), False
-    response.context_data = {**(response.context_data or {}), "csrf_token": CSRF_PLACEHOLDER}
-    response.render()
-    # A page without a form sets no CSRF cookie: only the forms carry a token, which htmx posts with them.
-    return stamp, response.content, dict(response.headers), _CSRF_PLACEHOLDER_BYTES in response.content
+def _shareable(request: HttpRequest, response: HttpResponse) -> bool:
+    """A complete page, the same for every visitor: it sets no cookie and used no visitor's CSRF token."""
+    used_csrf_token = request.META.get("CSRF_COOKIE_NEEDS_UPDATE", False)  # set by Django's get_token()
+    return response.status_code == 200 and not response.streaming and not response.cookies and not used_csrf_token
 
 
-def _response(request: HttpRequest, page: CachedPage) -> HttpResponse:
-    _, content, headers, has_csrf_placeholder = page
-    if has_csrf_placeholder:
-        content = content.replace(_CSRF_PLACEHOLDER_BYTES, get_token(request).encode())
+def _response(page: CachedPage) -> HttpResponse:
+    _, content, headers = page
     response = HttpResponse(content)
     for name, value in headers.items():
         response[name] = value

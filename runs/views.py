@@ -152,14 +152,12 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
 def _run_context(
     request: HttpRequest, run: Run, documents: dict[str, Document], values: dict[str, Any]
 ) -> dict[str, Any]:
-    from attestations.forms import empty_forms
     from attestations.selectors import approved_attestations
 
     run_doc, protocol, environment = values["run"], values.get("protocol", {}), values.get("environment", {})
     workload, implementation = values.get("workload"), values.get("implementation")
     cases = display.case_count(run_doc, workload, run.definition.case_count if run.definition else 0)
     manifest = run_manifest_text(run, documents)
-    note_form, report_form = empty_forms()
     return {
         "run": run,
         "rank": run_rank(run),
@@ -183,8 +181,6 @@ def _run_context(
             display.implementation_rows(implementation, run.title, run.source, run.external_id)["implementation"],
         ),
         "attestations": approved_attestations(run),
-        "note_form": note_form,
-        "report_form": report_form,
     }
 
 

@@ -141,6 +141,9 @@ def test_a_withdrawn_run_accepts_no_notes(client: Client, run: Run) -> None:
     page = client.get(notes_url(run))
     assert refusal in text_of(page.content)
     assert "<form" not in page.content.decode().split('id="note-form"', 1)[1]
+    run_page = client.get(run.get_absolute_url()).content.decode()
+    assert refusal in text_of(run_page)
+    assert f'href="{notes_url(run)}"' not in run_page  # no way to a form that would refuse
 
     with_htmx = client.post(notes_url(run), note_data(), headers=HTMX)
     assert with_htmx.status_code == 200

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
-def page(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.skip("no chromium on this machine (CI installs Debian's)")
@@ -26,11 +26,16 @@ def page(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        yield browser.new_page()
+        yield browser
         browser.close()
         # Queries made while Playwright runs hold a connection pytest-django never closes; on PostgreSQL
         # it would block dropping the test database.
         connections.close_all()
+
+
+@pytest.fixture
+def page(browser: Any) -> Any:
+    return browser.new_page()
 
 
 def test_errors_and_thanks_are_swapped_into_the_run_page(
@@ -39,7 +44,7 @@ def test_errors_and_thanks_are_swapped_into_the_run_page(
     url = f"{live_server.url}{run.get_absolute_url()}"
     page.goto(url)
     page.evaluate("window.notReloaded = true")
-    page.get_by_text("Add a reproduction or note").click()
+    page.locator("summary", has_text="Add a reproduction or note").click()
     form = page.locator("#note-form")
 
     form.get_by_label("GPU").fill("NVIDIA H100 80GB HBM3")
@@ -64,3 +69,19 @@ def test_errors_and_thanks_are_swapped_into_the_run_page(
         "NVIDIA H100 80GB HBM3",
     )
     assert attestation.measured_latency_ns == pytest.approx(2_500_000)
+
+
+def test_without_javascript_the_form_has_a_page_of_its_own(
+    browser: Any, live_server: Any, transactional_db: None, run: Run
+) -> None:
+    page = browser.new_context(java_script_enabled=False).new_page()
+    page.goto(f"{live_server.url}{run.get_absolute_url()}")
+    page.locator("summary", has_text="Add a reproduction or note").click()
+    page.get_by_role("link", name="Open the form: add a reproduction or note →").click()
+
+    page.get_by_role("radio", name="note", exact=True).check()
+    page.get_by_label("What you did and saw").fill("Same figures on my B200.")
+    page.get_by_role("button", name="Send for moderation").click()
+    page.get_by_text("Thanks — your note will appear once a moderator approves it.").wait_for()
+    assert page.url == f"{live_server.url}{run.get_absolute_url()}#notes"
+    assert Attestation.objects.get().body == "Same figures on my B200."

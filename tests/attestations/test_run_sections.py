@@ -10,7 +10,6 @@ from django.test import RequestFactory
 from django.utils import timezone
 from pytest_django import DjangoAssertNumQueries
 
-from attestations.forms import empty_forms
 from attestations.models import Attestation
 from attestations.selectors import approved_attestations, count_attestations
 from runs.models import Run
@@ -23,13 +22,7 @@ NEVER_CHANGES = (
 
 def render_section(name: str, run: Run, rf: RequestFactory) -> str:
     """Render a partial with exactly the context the run page promises to give it."""
-    note_form, report_form = empty_forms()
-    context: dict[str, Any] = {
-        "run": run,
-        "attestations": approved_attestations(run),
-        "note_form": note_form,
-        "report_form": report_form,
-    }
+    context: dict[str, Any] = {"run": run, "attestations": approved_attestations(run)}
     return render_to_string(f"attestations/run_sections.html#{name}", context, request=rf.get(run.get_absolute_url()))
 
 
@@ -53,7 +46,10 @@ def test_with_no_attestations_the_section_says_so(run: Run, rf: RequestFactory) 
     assert "No attestations yet." in text
     assert NEVER_CHANGES in text
     assert "<summary>Add a reproduction or note</summary>" in html
-    assert "<details>" in html  # collapsed until someone opens it
+    # Collapsed until someone opens it; then htmx fetches the form, or without JavaScript the link leads to it.
+    assert f'<details hx-get="/runs/{run.run_id}/notes" hx-trigger="toggle once"' in html
+    assert f'<a href="/runs/{run.run_id}/notes">' in html
+    assert "csrfmiddlewaretoken" not in html
 
 
 def test_approved_attestations_are_shown_newest_first(run: Run, rf: RequestFactory) -> None:
@@ -99,9 +95,9 @@ def test_the_contact_email_is_never_shown(run: Run, rf: RequestFactory, client: 
 def test_the_report_section(run: Run, rf: RequestFactory) -> None:
     html = render_section("report", run, rf)
     assert html.strip().startswith('<section id="report"')
-    assert "<details>" in html
     assert "<summary>Report an issue with this run</summary>" in html
-    assert f'hx-post="/runs/{run.run_id}/report"' in html
+    assert f'<details hx-get="/runs/{run.run_id}/report" hx-trigger="toggle once"' in html
+    assert f'<a href="/runs/{run.run_id}/report">' in html
 
 
 def test_the_sections_cost_one_query(
@@ -109,15 +105,13 @@ def test_the_sections_cost_one_query(
 ) -> None:
     for days in range(5):
         attest(run, days_ago=days)
-    with django_assert_num_queries(0):
-        empty_forms()
     with django_assert_num_queries(1):
         attestations = approved_attestations(run)
     with django_assert_num_queries(0):
         assert count_attestations(attestations).reproductions == 5
         render_to_string(
             "attestations/run_sections.html#notes",
-            {"run": run, "attestations": attestations, "note_form": empty_forms()[0]},
+            {"run": run, "attestations": attestations},
             request=rf.get("/"),
         )
 
