@@ -129,10 +129,12 @@ def database_url(size: int, options: argparse.Namespace) -> str:
 
 
 def prepare_database(size: int, options: argparse.Namespace) -> str:
-    """The size's database, imported once and reused while it still holds `size` runs."""
+    """The size's database, imported once and reused (migrated) while it still holds `size` runs."""
     url = database_url(size, options)
     name = urlsplit(url).path.lstrip("/")
     if not options.rebuild and stored_runs(url) == size:
+        # A database kept from an earlier version of the code gets its new migrations (indexes, say).
+        manage(["migrate", "--noinput", "-v", "0"], app_env(url, options))
         return url
     print(f"  building {name}: generate, migrate, import_runs (once; later runs reuse it)")
     started = time.perf_counter()
