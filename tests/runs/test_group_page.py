@@ -61,6 +61,18 @@ def test_the_chart_marks_the_run_and_the_reference_lines(client: Client, import_
     assert 'aria-current="true"' in html
 
 
+def test_every_other_point_of_the_chart_links_to_its_run(
+    client: Client, import_runs: ImportRuns, tmp_path: Path
+) -> None:
+    import_runs(write_jsonl(tmp_path / "five.jsonl", sol_records(5)))
+    highlighted, *others = Run.objects.order_by("latency_ns")
+    html = client.get(f"{highlighted.group.get_absolute_url()}?run={highlighted.run_id}").content.decode()
+    for run in others:
+        assert f'<a href="/runs/{run.run_id}"><circle class="point" ' in html
+    assert f"<title>{others[0].run_id}: 21.0 µs</title>" in html
+    assert f'<a href="/runs/{highlighted.run_id}"><circle' not in html  # the highlighted run is this page's subject
+
+
 def test_kernelindex_order_ranks_by_latency_and_pages(
     client: Client, import_runs: ImportRuns, sample: Path, settings: object
 ) -> None:
