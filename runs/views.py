@@ -106,6 +106,7 @@ def healthz(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @vary_on_headers("HX-Request")
+@cached_page
 def home(request: HtmxHttpRequest) -> HttpResponse:
     form, page = _search(request)
     status = 400 if form.errors else 200
@@ -114,6 +115,7 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @require_GET
+@cached_page
 def home_json(request: HttpRequest) -> JsonResponse:
     form, page = _search(request)
     return JsonResponse(
@@ -208,6 +210,7 @@ def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
 
 
 @require_GET
+@cached_page
 def document_json(request: HttpRequest, digest: str) -> HttpResponse:
     """Any stored document, in the exact canonical form its digest covers."""
     if not is_digest(digest):
@@ -319,11 +322,13 @@ def _score_chart(board: Any, highlight: Run | None) -> StripChart | None:
 
 
 @require_GET
+@cached_page
 def definition_detail(request: HttpRequest, source: str, name: str) -> HttpResponse:
     return render(request, "runs/definition_detail.html", _definition_context(get_definition_or_404(source, name)))
 
 
 @require_GET
+@cached_page
 def definition_json(request: HttpRequest, source: str, name: str) -> JsonResponse:
     context = _definition_context(get_definition_or_404(source, name))
     definition: Definition = context["definition"]
@@ -394,11 +399,13 @@ def _source_or_404(key: str) -> SourceInfo:
 
 
 @require_GET
+@cached_page
 def source_detail(request: HttpRequest, key: str) -> HttpResponse:
     return render(request, "runs/source_detail.html", _source_context(request, _source_or_404(key)))
 
 
 @require_GET
+@cached_page
 def source_json(request: HttpRequest, key: str) -> JsonResponse:
     context = _source_context(request, _source_or_404(key))
     source: SourceInfo = context["source"]
@@ -440,11 +447,13 @@ def compare_form(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@cached_page
 def compare(request: HttpRequest, a: str, b: str) -> HttpResponse:
     return render(request, "runs/compare.html", _compare_context(get_run_or_404(a), get_run_or_404(b)))
 
 
 @require_GET
+@cached_page
 def compare_json(request: HttpRequest, a: str, b: str) -> JsonResponse:
     context = _compare_context(get_run_or_404(a), get_run_or_404(b))
     return JsonResponse(

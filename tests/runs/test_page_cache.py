@@ -65,9 +65,25 @@ def queries(client: Client, url: str) -> int:
 
 
 def test_a_page_seen_before_is_served_without_a_query(client: Client, run: Run) -> None:
-    for url in (run.get_absolute_url(), f"{run.get_absolute_url()}.json", run.group.get_absolute_url()):
-        assert queries(client, url) > 0
-        assert queries(Client(), url) == 0
+    assert run.definition is not None
+    other = Run.objects.exclude(pk=run.pk).first()
+    assert other is not None
+    urls = [
+        run.get_absolute_url(),
+        f"{run.get_absolute_url()}.json",
+        run.group.get_absolute_url(),
+        f"{run.group.get_absolute_url()}.json",
+        "/",
+        "/?q=softmax&page=2",
+        "/index.json",
+        run.definition.get_absolute_url(),
+        "/sources/sol-execbench",
+        f"/compare/{run.run_id}/{other.run_id}",
+        f"/documents/{run.digest}.json",
+    ]
+    for url in urls:
+        assert queries(client, url) > 0, url
+        assert queries(Client(), url) == 0, url
 
 
 def test_the_json_twin_from_the_cache_is_the_canonical_manifest_byte_for_byte(client: Client, run: Run) -> None:
@@ -164,12 +180,14 @@ def test_an_imported_run_shows_at_once(
     group = Run.objects.get(external_id=str(records[0]["id"])).group
     assert client.get(f"{group.get_absolute_url()}.json").json()["count"] == 3
     page_text(client, group.get_absolute_url())
+    page_text(client, "/")
 
     with django_capture_on_commit_callbacks(execute=True):
         import_runs(write_jsonl(tmp_path / "more.jsonl", records[3:]))
     new = Run.objects.get(external_id=str(records[3]["id"]))
     assert client.get(f"{group.get_absolute_url()}.json").json()["count"] == 4
     assert new.run_id in page_text(client, group.get_absolute_url())
+    assert new.run_id in page_text(client, "/")  # newest first on the home page, cached a moment ago
 
 
 def test_the_citation_shows_the_day_it_is_read(client: Client, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
