@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from records.canonical import digest
 from records.errors import RecordError
+from records.identity import run_id_for
 from records.reading import ReadItem, read_in_process, summarized
 from records.sources import ImportUnit
 from records.sources.base import BoardItem, DefinitionItem, Progress, SkippedItem
@@ -262,10 +263,13 @@ class UnitImporter:
 
     def _unique_in_batch(self, batch: list[RunSummary]) -> dict[tuple[str, str], RunSummary]:
         unique: dict[tuple[str, str], RunSummary] = {}
+        by_run_id: dict[str, RunSummary] = {}
         for run in batch:
             key = (run.source, run.external_id)
             earlier = unique.get(key)
             if earlier is None:
+                if (holder := by_run_id.setdefault(run.run_id, run)) is not run:
+                    raise self._collision_error(run, holder.source, holder.external_id)
                 unique[key] = run
             elif earlier.digest != run.digest:
                 raise self._duplicate_error(run, earlier.line)
@@ -280,10 +284,32 @@ class UnitImporter:
             f"{run.source} record {run.external_id!r} is also on {where} with different content",
         )
 
+    def _collision_error(self, run: RunSummary, source: str, external_id: str) -> RecordError:
+        # Permalink ids are 48 bits of a hash: among a million runs two may meet (odds about 1 in 500).
+        return RecordError(
+            self.path,
+            run.line,
+            run.id_field,
+            f"{run.source} record {run.external_id!r} would get the permalink id {run.run_id}, which {source} "
+            f"record {external_id!r} already has (two ids whose hashes collide); nothing of this file was imported",
+        )
+
     def _existing_runs(self, unique: dict[tuple[str, str], RunSummary]) -> dict[tuple[str, str], tuple[int, str]]:
         """(source, external id) -> (pk, current digest) of the runs already stored."""
         stored = _stored_runs([run.run_id for run in unique.values()])
-        return {(source, external_id): (pk, current) for source, external_id, pk, current in stored}
+        existing = {(source, external_id): (pk, current) for source, external_id, pk, current in stored}
+        if any(key not in unique for key in existing):
+            self._raise_collision(unique, existing)
+        return existing
+
+    def _raise_collision(
+        self, unique: dict[tuple[str, str], RunSummary], existing: dict[tuple[str, str], tuple[int, str]]
+    ) -> None:
+        """A stored run holds the permalink id of a different record of this batch."""
+        by_run_id = {run.run_id: run for run in unique.values()}
+        for source, external_id in existing:
+            if (source, external_id) not in unique:
+                raise self._collision_error(by_run_id[run_id_for(source, external_id)], source, external_id)
 
     def _drop_known_versions(self, changed: list[tuple[RunSummary, int]]) -> list[tuple[RunSummary, int]]:
         """A second version in one file is an error; an older version imported again stays old."""

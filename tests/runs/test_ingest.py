@@ -11,13 +11,15 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
+from records import summary
 from records.errors import RecordError
+from records.identity import run_id_for
 from records.sources import ImportUnit, detect
 from runs import ingest
 from runs.models import ComparisonGroup, Definition, Document, ImportLog, Run, RunVersion
 from tests.bench.test_ingest_generator import generator
 from tests.conftest import ImportRuns
-from tests.pages import write_jsonl
+from tests.pages import sol_records, write_jsonl
 from tests.records.failing_adapters import RaisingAdapter
 
 SOL_SUBMISSIONS = "sol-execbench/submissions.jsonl"
@@ -189,3 +191,38 @@ def test_a_repeat_found_by_the_writer_stops_the_reader(large_file: Path) -> None
         ingest.import_unit(ImportUnit(large_file, detect(large_file)), in_process=True)
     assert not multiprocessing.active_children()
     assert not Run.objects.exists()
+
+
+# -- permalink ids that collide ---------------------------------------------------
+
+
+@pytest.fixture
+def colliding_ids(monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """Two SOL-ExecBench submissions whose permalink ids collide, as two among millions may."""
+    pair = ("900000", "900001")
+
+    def run_id(source: str, external_id: str) -> str:
+        return "c011151011c0" if external_id in pair else run_id_for(source, external_id)
+
+    monkeypatch.setattr(summary, "run_id_for", run_id)
+    monkeypatch.setattr(ingest, "run_id_for", run_id)
+    return pair
+
+
+def test_a_permalink_id_collision_in_one_file_is_refused(
+    import_runs: ImportRuns, tmp_path: Path, colliding_ids: tuple[str, str]
+) -> None:
+    output = import_runs(write_jsonl(tmp_path / "two.jsonl", sol_records(2)), fails=True)
+    assert "line 2, field id: sol-execbench record '900001' would get the permalink id c011151011c0" in output
+    assert "which sol-execbench record '900000' already has" in output
+    assert not Run.objects.exists()
+
+
+def test_a_permalink_id_taken_by_a_stored_run_is_refused(
+    import_runs: ImportRuns, tmp_path: Path, colliding_ids: tuple[str, str]
+) -> None:
+    first, second = sol_records(2)
+    import_runs(write_jsonl(tmp_path / "first.jsonl", [first]))
+    output = import_runs(write_jsonl(tmp_path / "second.jsonl", [second]), fails=True)
+    assert "line 1, field id: sol-execbench record '900001' would get the permalink id c011151011c0" in output
+    assert Run.objects.get().external_id == "900000"
