@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
 # Short names used by leaderboard APIs ("B200") -> the product name the driver reports.
@@ -24,11 +26,11 @@ ARCHITECTURES = (
     ("GB200", "sm_100"),
     ("B200", "sm_100"),
     ("B300", "sm_103"),
+    ("GH200", "sm_90"),
     ("H100", "sm_90"),
     ("H200", "sm_90"),
     ("H800", "sm_90"),
     ("H20", "sm_90"),
-    ("GH200", "sm_90"),
     ("L40", "sm_89"),
     ("L4", "sm_89"),
     ("RTX 4090", "sm_89"),
@@ -70,3 +72,29 @@ def hardware_spec(product: str) -> dict[str, Any]:
     if architecture:
         spec["architecture"] = architecture
     return spec
+
+
+CPU_CLASS = "cpu"
+
+
+def hardware_class_of(product: str) -> str:
+    """The class of machine a rerun queue serves: 'nvidia-h100' for every H100 variant, 'cpu' for processors.
+
+    Reruns are routed, and evidence is decided, per class: an H100 SXM and an
+    H100 PCIe are one class, as the sources that publish them treat them.
+    """
+    upper = product.strip().upper()
+    if not upper or upper == "CPU":
+        return CPU_CLASS
+    for fragment, _ in ARCHITECTURES:
+        if fragment in upper:
+            return f"{vendor_of(product)}-{fragment.lower().replace(' ', '')}"
+    return re.sub(r"[^a-z0-9]+", "-", product.lower()).strip("-")
+
+
+def hardware_class(hardware: Mapping[str, Any]) -> str:
+    """The class of an ExecutionEnvironment's `hardware`: its explicit `class`, else derived from the product."""
+    explicit = hardware.get("class")
+    if isinstance(explicit, str) and explicit:
+        return explicit
+    return hardware_class_of(str(hardware.get("product", "")))
