@@ -23,10 +23,11 @@ from django.utils import timezone
 from records.canonical import digest
 from records.errors import RecordError
 from records.identity import run_id_for
+from records.manifest import manifest_item
 from records.reading import ReadItem, read_in_process, summarized
 from records.sources import ImportUnit
 from records.sources.base import BoardItem, DefinitionItem, Progress, SkippedItem
-from records.summary import DefinitionRef, GroupRef, RunSummary
+from records.summary import NATIVE_SOURCE, DefinitionRef, GroupRef, RunSummary, summarize
 from runs.bulk import BulkInserter
 from runs.cache import bump_generation_on_commit
 from runs.models import (
@@ -195,6 +196,17 @@ def read_ahead(items: Iterator[ReadItem], chunk: int = 500, chunks: int = 4) -> 
         reader.join()
         if isinstance(items, Generator):
             items.close()
+
+
+def import_manifest(manifest: dict[str, Any], origin: str) -> Run:
+    """Import one native manifest made here (a rerun's result) inside the caller's transaction; return its run."""
+    run = summarize(manifest_item(manifest, Path(origin), None, redigest=False))
+    with transaction.atomic(), foreign_keys_checked_as_written():
+        log = ImportLog.objects.create(path=origin, source=NATIVE_SOURCE)
+        importer = UnitImporter(Path(origin), NATIVE_SOURCE, log)
+        importer.add_all([run])
+        importer.finish()
+    return Run.objects.get(run_id=run.run_id)
 
 
 def record_failure(unit: ImportUnit, error: RecordError) -> None:
