@@ -253,10 +253,16 @@ def manifest(run: dict[str, Any], documents: dict[str, Sealed]) -> dict[str, Any
     return {"run": seal(run, "run").value, **{role: sealed.value for role, sealed in documents.items()}}
 
 
-def main() -> None:
-    for solution in SOLUTIONS:
-        path = solution.folder / "solution.json"
-        path.write_text(json.dumps(solution_json(solution), indent=2, ensure_ascii=False) + "\n")
+def solution_files() -> dict[Path, str]:
+    """Each solution.json, as its kernel file makes it."""
+    return {
+        solution.folder / "solution.json": json.dumps(solution_json(solution), indent=2, ensure_ascii=False) + "\n"
+        for solution in SOLUTIONS
+    }
+
+
+def reported_runs() -> str:
+    """runs/reported.jsonl: one canonical manifest per line. Reads the solution.json files as written."""
     shared = {"protocol": protocol(), "environment": environment()}
     lines = []
     for solution in SOLUTIONS:
@@ -264,9 +270,15 @@ def main() -> None:
         implementation = read_solution(solution.folder / "solution.json")
         documents = {**shared, "workload": workload, "implementation": implementation}
         lines.append(canonical_text(manifest(run_document(solution, workload.value["spec"]["cases"]), documents)))
+    return "".join(line + "\n" for line in lines)
+
+
+def main() -> None:
+    for path, text in solution_files().items():
+        path.write_text(text)
     (DEMO / "runs").mkdir(exist_ok=True)
-    (DEMO / "runs" / "reported.jsonl").write_text("".join(line + "\n" for line in lines))
-    print(f"wrote {len(SOLUTIONS)} solution.json files and {len(lines)} reported runs")
+    (DEMO / "runs" / "reported.jsonl").write_text(reported_runs())
+    print(f"wrote {len(SOLUTIONS)} solution.json files and {len(SOLUTIONS)} reported runs")
 
 
 if __name__ == "__main__":
