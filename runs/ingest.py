@@ -26,7 +26,7 @@ from records.identity import run_id_for
 from records.manifest import manifest_item
 from records.reading import ReadItem, read_in_process, summarized
 from records.sources import ImportUnit
-from records.sources.base import BoardItem, DefinitionItem, Progress, SkippedItem
+from records.sources.base import BoardItem, DefinitionItem, DocumentItem, Progress, SkippedItem
 from records.summary import NATIVE_SOURCE, DefinitionRef, GroupRef, RunSummary, summarize
 from runs.bulk import BulkInserter
 from runs.cache import bump_generation_on_commit
@@ -84,6 +84,7 @@ class ImportResult:
     unchanged: int = 0
     definitions: int = 0
     boards: int = 0
+    documents: int = 0
     skipped: list[str] = field(default_factory=list)
 
     @property
@@ -96,6 +97,7 @@ class ImportResult:
         self.unchanged += other.unchanged
         self.definitions += other.definitions
         self.boards += other.boards
+        self.documents += other.documents
 
 
 def import_unit(unit: ImportUnit, progress: Progress = None, *, in_process: bool | None = None) -> ImportResult:
@@ -235,6 +237,8 @@ class UnitImporter:
                 self.write_definition(item)
             elif isinstance(item, BoardItem):
                 self.write_board(item)
+            elif isinstance(item, DocumentItem):
+                self.write_document(item)
             elif isinstance(item, SkippedItem):
                 where = f"line {item.line}: " if item.line else ""
                 self.result.skipped.append(where + item.reason)
@@ -463,7 +467,17 @@ class UnitImporter:
         self.touched_definitions.add(definition.pk)
         if definition.content_digest == content_digest:
             return
-        for name in ("external_id", "title", "description", "subset", "hf_id", "axes", "inputs", "outputs"):
+        for name in (
+            "external_id",
+            "title",
+            "description",
+            "subset",
+            "hf_id",
+            "axes",
+            "inputs",
+            "outputs",
+            "workload_digest",
+        ):
             setattr(definition, name, getattr(item, name))
         definition.case_count = len(item.cases)
         definition.content_digest = content_digest
@@ -492,6 +506,17 @@ class UnitImporter:
             for ref in item.references
         )
         self.result.definitions += 1
+
+    def write_document(self, item: DocumentItem) -> None:
+        """A standalone document; one already stored (same digest, same content) adds nothing."""
+        sealed = item.sealed
+        if sealed.digest in self.written_digests:
+            return
+        _, created = Document.objects.get_or_create(
+            digest=sealed.digest, defaults={"kind": sealed.kind, "name": sealed.name, "canonical": sealed.text}
+        )
+        self.written_digests.add(sealed.digest)
+        self.result.documents += created
 
     def write_board(self, item: BoardItem) -> None:
         board, created = SourceBoard.objects.get_or_create(

@@ -49,6 +49,11 @@ class Definition(models.Model):
     outputs = models.JSONField(default=dict, blank=True)
     case_count = models.PositiveIntegerField(default=0)
     content_digest = models.CharField(max_length=DIGEST_LENGTH, blank=True)
+    workload_digest = models.CharField(
+        max_length=DIGEST_LENGTH,
+        blank=True,
+        help_text="The runnable Workload document (definition with its reference, and cases), where one is known.",
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source", "name"], name="definition_source_name")]

@@ -82,6 +82,17 @@ def run_documents(run: Run) -> dict[str, Document]:
     return {role: found[d] for role, d in wanted.items() if d in found}
 
 
+def runnable_definition(definition: Definition) -> dict[str, Any] | None:
+    """The definition.json a rerun hands to the harness (with its reference), where one is stored."""
+    if not definition.workload_digest:
+        return None
+    document = Document.objects.filter(digest=definition.workload_digest).first()
+    if document is None:
+        return None
+    value = (document.value.get("spec") or {}).get("definition", {}).get("document")
+    return value if isinstance(value, dict) else None
+
+
 def run_manifest_text(run: Run, documents: dict[str, Document], index: dict[str, Any] | None = None) -> str:
     return manifest_text({role: doc.canonical for role, doc in documents.items()}, run.declared_digests, index)
 

@@ -46,6 +46,7 @@ from runs.selectors import (
     run_documents,
     run_manifest_text,
     run_rank,
+    runnable_definition,
     uses_source_order,
 )
 from runs.serializers import evidence_json, rerun_json
@@ -230,6 +231,7 @@ def _run_context(
         "protocol_rows": display.protocol_rows(protocol),
         "environment_rows": display.environment_rows(environment),
         "artifacts": display.artifacts(implementation),
+        "entry_point": display.entry_point_line(implementation),
         "versions": list(run.versions.all()),
         "manifest_pretty": json.dumps(json.loads(manifest), indent=2, ensure_ascii=False),
         "citation": _citation(
@@ -446,8 +448,12 @@ def _definition_context(definition: Definition) -> dict[str, Any]:
         "hardware", "harness", "harness_version", "-run_count"
     )
     reference_columns = sorted({f"{ref.get_kind_display()} ({ref.hardware})" for ref in references})
+    runnable = runnable_definition(definition)
+    reference = runnable.get("reference") if runnable else None
     return {
         "definition": definition,
+        "reference_code": reference if isinstance(reference, str) and reference else "",
+        "custom_inputs_entrypoint": (runnable or {}).get("custom_inputs_entrypoint") or "",
         "cases": cases,
         "references": references,
         "reference_columns": reference_columns,

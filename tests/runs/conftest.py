@@ -50,7 +50,9 @@ def memory_broker() -> Iterator[None]:
 
 @pytest.fixture
 def moderator(db: None) -> User:
+    """Staff who may look at everything and ask for reruns, and nothing more."""
     user = User.objects.create_user("moderator", password="x", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__startswith="view_"))
     user.user_permissions.add(Permission.objects.get(codename="request_rerun"))
     return user
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib.admin.models import LogEntry
@@ -24,15 +25,22 @@ UNREACHABLE_BROKER = "redis://127.0.0.1:9/0"  # the discard port: nothing listen
 
 
 def test_a_moderator_queues_a_rerun_from_the_run_page(
-    client: Client, moderator: User, demo: Callable[[str], Run]
+    client: Client, moderator: User, demo: Callable[[str], Run], django_capture_on_commit_callbacks: Any
 ) -> None:
     run = demo("rmsnorm-vectorised")
     client.force_login(moderator)
     page = client.get(run.get_absolute_url()).content.decode()
     assert "Request a controlled rerun" in page
-    response = client.post(f"/runs/{run.run_id}/rerun", {"reason": "check the claim"}, follow=True)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/runs/{run.run_id}/rerun", {"reason": "check the claim"})
+    response = client.get(run.get_absolute_url())
     rerun = RerunRequest.objects.get(run=run)
-    assert (rerun.state, rerun.hardware, rerun.reason, rerun.requested_by) == ("queued", "cpu", "check the claim", moderator)
+    assert (rerun.state, rerun.hardware, rerun.reason, rerun.requested_by) == (
+        "queued",
+        "cpu",
+        "check the claim",
+        moderator,
+    )
     assert rerun.sent_at is not None
     text = visible_text(response.content)
     assert f"Rerun #{rerun.pk} queued on reruns.cpu" in text
@@ -120,14 +128,16 @@ def test_the_command_queues_on_the_hardware_asked_for(demo: Callable[[str], Run]
 
 
 def test_with_the_broker_down_the_request_waits_and_the_sweep_sends_it(
-    client: Client, moderator: User, demo: Callable[[str], Run]
+    client: Client, moderator: User, demo: Callable[[str], Run], django_capture_on_commit_callbacks: Any
 ) -> None:
     run = demo("rmsnorm-vectorised")
     use_broker(UNREACHABLE_BROKER)
     client.force_login(moderator)
-    client.post(f"/runs/{run.run_id}/rerun", {})
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/runs/{run.run_id}/rerun", {})
     rerun = RerunRequest.objects.get()
     assert (rerun.state, rerun.sent_at) == ("queued", None)
+    assert rerun.send_error.startswith("not sent:")
     assert "is waiting: it is stored" in visible_text(client.get(run.get_absolute_url()).content)
     use_broker("memory://")
     assert sweep_reruns().resent == 1

@@ -104,7 +104,8 @@ def test_a_request_made_while_redis_is_down_waits_and_runs_once_when_it_is_back(
 HOSTILE = {
     "infinite-loop": ("def run(hidden_states, weight, eps):\n    while True:\n        pass\n", "TIMEOUT"),
     "memory-bomb": (
-        "def run(hidden_states, weight, eps):\n    hoard = []\n    while True:\n        hoard.append(bytearray(1 << 26))\n",
+        "def run(hidden_states, weight, eps):\n    hoard = []\n"
+        "    while True:\n        hoard.append(bytearray(1 << 26))\n",
         "OUT_OF_MEMORY",
     ),
     "socket": (

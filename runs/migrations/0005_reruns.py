@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0003_leaderboard_indexes'),
+        ('runs', '0004_definition_workload_digest'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
