@@ -146,7 +146,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
 CACHES = {
-    "default": {"BACKEND": "runs.redis_cache.RedisCache", "LOCATION": REDIS_URL}
+    "default": {"BACKEND": "web.redis_cache.RedisCache", "LOCATION": REDIS_URL}
     if REDIS_URL
     else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": VAR_DIR / "cache"}
 }
@@ -202,7 +202,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 
 RUNS_PER_PAGE = env_int("RUNS_PER_PAGE", 50)
-# How long a rendered public page stays in the cache (runs/cache.py); 0 renders every request,
+# How long a rendered public page stays in the cache (web/cache.py); 0 renders every request,
 # the default in development, where templates change under a running server.
 PAGE_CACHE_SECONDS = env_int("PAGE_CACHE_SECONDS", 0 if DEBUG else 24 * 3600)
 

@@ -28,7 +28,6 @@ from records.sources import ImportUnit
 from records.sources.base import BoardItem, DefinitionItem, Progress, SkippedItem
 from records.summary import DefinitionRef, GroupRef, RunSummary
 from runs.bulk import BulkInserter
-from runs.cache import bump_generation_on_commit
 from runs.models import (
     ComparisonGroup,
     Definition,
@@ -40,6 +39,7 @@ from runs.models import (
     SourceBoard,
     WorkloadCase,
 )
+from web.cache import bump_generation_on_commit
 
 BATCH_SIZE = 2000
 # From this size a file is read in a process of its own (the size from which import_runs shows a
