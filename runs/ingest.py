@@ -197,9 +197,11 @@ def read_ahead(items: Iterator[ReadItem], chunk: int = 500, chunks: int = 4) -> 
             items.close()
 
 
-def record_failure(unit: ImportUnit, error: RecordError) -> None:
-    """Keep a trace of a failed import; its rows were rolled back."""
-    ImportLog.objects.create(path=str(unit.path), source=unit.source, finished_at=timezone.now(), error=str(error))
+def record_failure(unit: ImportUnit | None, error: RecordError, source: str = "") -> None:
+    """Keep a trace of a failed import; its rows were rolled back. Without a unit, the file could not even be
+    told apart (its source unknown)."""
+    path, source = (str(unit.path), unit.source) if unit else (error.path, source)
+    ImportLog.objects.create(path=path, source=source, finished_at=timezone.now(), error=str(error))
 
 
 class UnitImporter:
