@@ -98,6 +98,25 @@ else:
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 SITE_NAME = "KernelIndex"
 
+
+def origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+# Proxies in front of the app that add to X-Forwarded-For and set X-Forwarded-Proto (`make serve`'s nginx is
+# one). The client address is the one the outermost trusted proxy saw (web/proxies.py); with none, the socket's.
+TRUSTED_PROXY_HOPS = env_int("TRUSTED_PROXY_HOPS", 0)
+if TRUSTED_PROXY_HOPS < 0:
+    raise ImproperlyConfigured(f"TRUSTED_PROXY_HOPS must be 0 or more, not {TRUSTED_PROXY_HOPS}")
+if TRUSTED_PROXY_HOPS:
+    # A TLS-terminating proxy says so; the proxy next to the app must overwrite what a client sent.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS", origin_of(SITE_URL)).split(",") if o]
+# What a deploy changes; cached pages of another release are never served (web/cache.py). Default: the
+# checkout's git commit, else a digest of the code and templates.
+RELEASE_ID = env_str("RELEASE_ID")
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -157,12 +176,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
+# Keeps two sites (or a site and its tests) apart in one Redis database.
+CACHE_KEY_PREFIX = env_str("CACHE_KEY_PREFIX")
 CACHES = {
-    "default": {
-        "BACKEND": "runs.redis_cache.RedisCache",
-        "LOCATION": REDIS_URL,
-        "KEY_PREFIX": env_str("CACHE_KEY_PREFIX"),
-    }
+    "default": {"BACKEND": "web.redis_cache.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": CACHE_KEY_PREFIX}
     if REDIS_URL
     else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": VAR_DIR / "cache"}
 }
@@ -243,7 +260,7 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 RUNS_PER_PAGE = env_int("RUNS_PER_PAGE", 50)
-# How long a rendered public page stays in the cache (runs/cache.py); 0 renders every request,
+# How long a rendered public page stays in the cache (web/cache.py); 0 renders every request,
 # the default in development, where templates change under a running server.
 PAGE_CACHE_SECONDS = env_int("PAGE_CACHE_SECONDS", 0 if DEBUG else 24 * 3600)
 

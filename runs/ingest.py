@@ -29,7 +29,6 @@ from records.sources import ImportUnit
 from records.sources.base import BoardItem, DefinitionItem, DocumentItem, Progress, SkippedItem
 from records.summary import NATIVE_SOURCE, DefinitionRef, GroupRef, RunSummary, summarize
 from runs.bulk import BulkInserter
-from runs.cache import bump_generation_on_commit
 from runs.models import (
     ComparisonGroup,
     Definition,
@@ -41,6 +40,7 @@ from runs.models import (
     SourceBoard,
     WorkloadCase,
 )
+from web.cache import bump_generation_on_commit
 
 BATCH_SIZE = 2000
 # From this size a file is read in a process of its own (the size from which import_runs shows a
@@ -211,9 +211,11 @@ def import_manifest(manifest: dict[str, Any], origin: str) -> Run:
     return Run.objects.get(run_id=run.run_id)
 
 
-def record_failure(unit: ImportUnit, error: RecordError) -> None:
-    """Keep a trace of a failed import; its rows were rolled back."""
-    ImportLog.objects.create(path=str(unit.path), source=unit.source, finished_at=timezone.now(), error=str(error))
+def record_failure(unit: ImportUnit | None, error: RecordError, source: str = "") -> None:
+    """Keep a trace of a failed import; its rows were rolled back. Without a unit, the file could not even be
+    told apart (its source unknown)."""
+    path, source = (str(unit.path), unit.source) if unit else (error.path, source)
+    ImportLog.objects.create(path=path, source=source, finished_at=timezone.now(), error=str(error))
 
 
 class UnitImporter:

@@ -32,9 +32,10 @@ from django.utils import timezone
 from records.canonical import canonical_text, parse_json
 from records.rerun import INCONCLUSIVE, RerunOf, rerun_manifest, verdict
 from records.sources.hardware import hardware_class
-from runs.cache import bump_generation_on_commit
 from runs.ingest import import_manifest
 from runs.models import Document, EvidenceChange, RerunRequest, Run
+from runs.selectors import LISTS, run_scopes
+from web.cache import retire_pages, retire_pages_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -311,6 +312,7 @@ def record_result(request: RerunRequest, attempt: int, result: dict[str, Any], l
         log_rerun(request, outcome + (f"; {decided.level.replace('_', ' ')}" if decided.level else ""))
         refresh_evidence(run)
         retire_run_pages_on_commit(run)
+        retire_pages_on_commit(*run_scopes(result_run))
 
 
 def record_failure(request: RerunRequest, attempt: int, status: str, reason: str, log_tail: str) -> None:
@@ -420,8 +422,9 @@ def log_rerun(request: RerunRequest, message: str, user: AbstractBaseUser | None
 
 
 def retire_run_pages(run: Run) -> None:
-    bump_generation_on_commit()
+    """A rerun shows on its run's page (and twin), its group's and definition's pages and the lists; no others."""
+    retire_pages(*run_scopes(run), LISTS)
 
 
 def retire_run_pages_on_commit(run: Run) -> None:
-    bump_generation_on_commit()
+    retire_pages_on_commit(*run_scopes(run), LISTS)

@@ -28,6 +28,8 @@ from runs.models import (
 )
 
 EXPORT_CHUNK = 1000
+# The page-cache scope of every page that lists runs (home, sources, compare): see web/cache.py.
+LISTS = "lists"
 CHART_POINTS = 400
 
 
@@ -318,3 +320,14 @@ def rerun_rows(run: Run, own_class: str) -> list[RerunRow]:
 
 def evidence_history(run: Run) -> list[EvidenceChange]:
     return list(run.evidence_changes.select_related("rerun"))
+
+
+# -- page-cache scopes ----------------------------------------------------------
+
+
+def run_scopes(run: Run) -> list[str]:
+    """The cache scopes a run's page shows: the run, its comparison group, its definition."""
+    scopes = [f"run:{run.run_id}", f"group:{run.group.key}"]
+    if run.definition is not None:
+        scopes.append(f"definition:{run.definition.source}/{run.definition.name}")
+    return scopes

@@ -24,15 +24,14 @@ from records.rerun import EVIDENCE_RULE
 from records.sources import SOURCES, SourceInfo
 from records.sources.hardware import hardware_class, hardware_class_of
 from runs import display
-from runs.cache import cached_page
 from runs.charts import Mark, StripChart, latency_chart, score_chart
 from runs.citations import Citation
 from runs.forms import CompareForm, RerunForm, RunSearchForm
-from runs.http import HtmxHttpRequest
 from runs.models import ComparisonGroup, Definition, Document, Run
 from runs.reruns import RerunRefusedError, request_rerun
 from runs.selectors import (
     CHART_POINTS,
+    LISTS,
     board_for,
     chart_latencies,
     evidence_history,
@@ -46,13 +45,18 @@ from runs.selectors import (
     run_documents,
     run_manifest_text,
     run_rank,
+    run_scopes,
     runnable_definition,
     uses_source_order,
 )
 from runs.serializers import evidence_json, rerun_json
 from runs.templatetags.kernelindex import latency
+from web.cache import add_page_scopes, cached_page
+from web.http import HtmxHttpRequest
 
 JSON_CONTENT_TYPE = "application/json"
+# The cache scope of the pages that list runs (web/cache.py): home, index.json, sources, compare.
+SEARCH_PARAMS = ("q", "source", "gpu", "evidence", "page")
 
 
 def _page(request: HttpRequest, items: Any, per_page: int | None = None) -> Page[Any]:
@@ -115,7 +119,7 @@ def healthz(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @vary_on_headers("HX-Request")
-@cached_page
+@cached_page(params=SEARCH_PARAMS, scopes=lambda: [LISTS])
 def home(request: HtmxHttpRequest) -> HttpResponse:
     form, page = _search(request)
     status = 400 if form.errors else 200
@@ -124,7 +128,7 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @require_GET
-@cached_page
+@cached_page(params=SEARCH_PARAMS, scopes=lambda: [LISTS])
 def home_json(request: HttpRequest) -> JsonResponse:
     form, page = _search(request)
     return JsonResponse(
@@ -152,9 +156,11 @@ def _search(request: HttpRequest) -> tuple[RunSearchForm, Page[Any]]:
 
 
 @require_GET
-@cached_page
+@cached_page(scopes=lambda run_id: [f"run:{run_id}"])
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
+    # The page shows the run's rank and its group's #1.
+    add_page_scopes(request, *run_scopes(run))
     documents = run_documents(run)
     values = {role: document.value for role, document in documents.items()}
     context = _run_context(request, run, documents, values)
@@ -257,7 +263,7 @@ def _citation(request: HttpRequest, run: Run, author: str) -> Citation:
 
 
 @require_GET
-@cached_page
+@cached_page(scopes=lambda run_id: [f"run:{run_id}"])
 def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
     """The run's canonical manifest, each document byte for byte the form its digest is computed on,
     with the run's evidence level and reruns beside them (records.manifest.INDEX_MEMBERS)."""
@@ -275,7 +281,7 @@ def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
 
 
 @require_GET
-@cached_page
+@cached_page()
 def document_json(request: HttpRequest, digest: str) -> HttpResponse:
     """Any stored document, in the exact canonical form its digest covers."""
     if not is_digest(digest):
@@ -288,7 +294,7 @@ def document_json(request: HttpRequest, digest: str) -> HttpResponse:
 
 @require_GET
 @vary_on_headers("HX-Request")
-@cached_page
+@cached_page(params=("page", "run"), scopes=lambda key: [f"group:{key}"])
 def group_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
     context = _group_context(request, get_group_or_404(key))
     template = "runs/group_detail.html#leaderboard" if request.htmx else "runs/group_detail.html"
@@ -296,7 +302,7 @@ def group_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
 
 
 @require_GET
-@cached_page
+@cached_page(params=("page", "run"), scopes=lambda key: [f"group:{key}"])
 def group_json(request: HttpRequest, key: str) -> JsonResponse:
     context = _group_context(request, get_group_or_404(key))
     group: ComparisonGroup = context["group"]
@@ -387,13 +393,13 @@ def _score_chart(board: Any, highlight: Run | None) -> StripChart | None:
 
 
 @require_GET
-@cached_page
+@cached_page(scopes=lambda source, name: [f"definition:{source}/{name}"])
 def definition_detail(request: HttpRequest, source: str, name: str) -> HttpResponse:
     return render(request, "runs/definition_detail.html", _definition_context(get_definition_or_404(source, name)))
 
 
 @require_GET
-@cached_page
+@cached_page(scopes=lambda source, name: [f"definition:{source}/{name}"])
 def definition_json(request: HttpRequest, source: str, name: str) -> JsonResponse:
     context = _definition_context(get_definition_or_404(source, name))
     definition: Definition = context["definition"]
@@ -468,13 +474,13 @@ def _source_or_404(key: str) -> SourceInfo:
 
 
 @require_GET
-@cached_page
+@cached_page(params=("page",), scopes=lambda key: [LISTS])
 def source_detail(request: HttpRequest, key: str) -> HttpResponse:
     return render(request, "runs/source_detail.html", _source_context(request, _source_or_404(key)))
 
 
 @require_GET
-@cached_page
+@cached_page(params=("page",), scopes=lambda key: [LISTS])
 def source_json(request: HttpRequest, key: str) -> JsonResponse:
     context = _source_context(request, _source_or_404(key))
     source: SourceInfo = context["source"]
@@ -516,13 +522,13 @@ def compare_form(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@cached_page
+@cached_page(scopes=lambda a, b: [LISTS, f"run:{a}", f"run:{b}"])
 def compare(request: HttpRequest, a: str, b: str) -> HttpResponse:
     return render(request, "runs/compare.html", _compare_context(get_run_or_404(a), get_run_or_404(b)))
 
 
 @require_GET
-@cached_page
+@cached_page(scopes=lambda a, b: [LISTS, f"run:{a}", f"run:{b}"])
 def compare_json(request: HttpRequest, a: str, b: str) -> JsonResponse:
     context = _compare_context(get_run_or_404(a), get_run_or_404(b))
     return JsonResponse(
