@@ -14,7 +14,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from django.views.decorators.vary import vary_on_headers
 
 from records.canonical import is_digest
@@ -93,7 +93,7 @@ def run_summary(run: Run, position: int | None = None) -> dict[str, Any]:
 # -- health check ----------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @never_cache
 def healthz(request: HttpRequest) -> HttpResponse:
     """For a load balancer: the app answers. It touches neither the database nor the cache, so a slow
@@ -104,7 +104,7 @@ def healthz(request: HttpRequest) -> HttpResponse:
 # -- home ----------------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @vary_on_headers("HX-Request")
 @cached_page
 def home(request: HtmxHttpRequest) -> HttpResponse:
@@ -114,7 +114,7 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, template, {"form": form, "page": page}, status=status)
 
 
-@require_GET
+@require_safe
 @cached_page
 def home_json(request: HttpRequest) -> JsonResponse:
     form, page = _search(request)
@@ -142,7 +142,7 @@ def _search(request: HttpRequest) -> tuple[RunSearchForm, Page[Any]]:
 # -- the run page ------------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @cached_page
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
@@ -199,7 +199,7 @@ def _citation(request: HttpRequest, run: Run, author: str) -> Citation:
     )
 
 
-@require_GET
+@require_safe
 @cached_page
 def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
     """The run's canonical manifest, byte for byte the form its digests are computed on."""
@@ -209,7 +209,7 @@ def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
     return response
 
 
-@require_GET
+@require_safe
 @cached_page
 def document_json(request: HttpRequest, digest: str) -> HttpResponse:
     """Any stored document, in the exact canonical form its digest covers."""
@@ -221,7 +221,7 @@ def document_json(request: HttpRequest, digest: str) -> HttpResponse:
 # -- comparison groups -------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @vary_on_headers("HX-Request")
 @cached_page
 def group_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
@@ -230,7 +230,7 @@ def group_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
     return TemplateResponse(request, template, context)
 
 
-@require_GET
+@require_safe
 @cached_page
 def group_json(request: HttpRequest, key: str) -> JsonResponse:
     context = _group_context(request, get_group_or_404(key))
@@ -321,13 +321,13 @@ def _score_chart(board: Any, highlight: Run | None) -> StripChart | None:
 # -- definitions and sources -------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @cached_page
 def definition_detail(request: HttpRequest, source: str, name: str) -> HttpResponse:
     return render(request, "runs/definition_detail.html", _definition_context(get_definition_or_404(source, name)))
 
 
-@require_GET
+@require_safe
 @cached_page
 def definition_json(request: HttpRequest, source: str, name: str) -> JsonResponse:
     context = _definition_context(get_definition_or_404(source, name))
@@ -398,13 +398,13 @@ def _source_or_404(key: str) -> SourceInfo:
     return SOURCES[key]
 
 
-@require_GET
+@require_safe
 @cached_page
 def source_detail(request: HttpRequest, key: str) -> HttpResponse:
     return render(request, "runs/source_detail.html", _source_context(request, _source_or_404(key)))
 
 
-@require_GET
+@require_safe
 @cached_page
 def source_json(request: HttpRequest, key: str) -> JsonResponse:
     context = _source_context(request, _source_or_404(key))
@@ -437,7 +437,7 @@ def _source_context(request: HttpRequest, source: SourceInfo) -> dict[str, Any]:
 # -- compare -----------------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 def compare_form(request: HttpRequest) -> HttpResponse:
     """`/compare?a=…&b=…` (a form without JavaScript) lands on the compare page."""
     form = CompareForm(request.GET or None)
@@ -446,13 +446,13 @@ def compare_form(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/compare_form.html", {"form": form}, status=400 if form.is_bound else 200)
 
 
-@require_GET
+@require_safe
 @cached_page
 def compare(request: HttpRequest, a: str, b: str) -> HttpResponse:
     return render(request, "runs/compare.html", _compare_context(get_run_or_404(a), get_run_or_404(b)))
 
 
-@require_GET
+@require_safe
 @cached_page
 def compare_json(request: HttpRequest, a: str, b: str) -> JsonResponse:
     context = _compare_context(get_run_or_404(a), get_run_or_404(b))
