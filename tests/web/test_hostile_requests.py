@@ -10,18 +10,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from django.apps import apps
 from django.contrib.auth.models import User
-from django.contrib.contenttypes.models import ContentType
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
-
-from attestations.models import Attestation, IssueReport
-from runs.models import Definition, Run
-from tests.conftest import ImportRuns
 
 HOSTILE_CHARSETS = ["utf-16", "no-such-charset"]
 FORM = "application/x-www-form-urlencoded"
