@@ -226,9 +226,8 @@ def rerun_environment(result: dict[str, Any]) -> dict[str, Any]:
     hardware.setdefault("vendor", "unknown")
     hardware.setdefault("product", str(captured.get("device_name") or "CPU"))
     hardware.setdefault("class", str(captured.get("hardware_class") or "cpu"))
-    libraries = {
-        name: str(captured[name]) for name in ("torch", "triton", "cuda", "driver", "python") if captured.get(name)
-    }
+    libraries = {name: str(version) for name, version in (captured.get("libraries") or {}).items() if version}
+    libraries |= {name: str(captured[name]) for name in ("cuda", "driver", "python") if captured.get(name)}
     spec = {"hardware": hardware, "software": {"libraries": libraries}, "captured": captured}
     return make_document(
         "ExecutionEnvironment",

@@ -10,6 +10,7 @@ stopped heartbeating. Only a rerun's verdict moves a run's evidence level.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -31,6 +32,7 @@ from django.utils import timezone
 
 from records.canonical import canonical_text, parse_json
 from records.rerun import INCONCLUSIVE, RerunOf, rerun_manifest, verdict
+from records.sources.artifacts import harness_definition
 from records.sources.hardware import hardware_class
 from runs.ingest import import_manifest
 from runs.models import Document, EvidenceChange, RerunRequest, Run
@@ -232,8 +234,8 @@ def run_harness(
 
 def harness_command(request: RerunRequest, artifacts: Artifacts, folder: Path) -> list[str]:
     """Write the definition, its cases and the solution in the formats the harness reads."""
-    definition = artifacts.workload["spec"]["definition"]["document"]
-    (folder / "definition.json").write_text(canonical_text(definition))
+    # json.dumps, not the canonical form: the order of inputs and outputs is the order of the arguments.
+    (folder / "definition.json").write_text(json.dumps(harness_definition(artifacts.workload)))
     cases = artifacts.workload["spec"].get("cases") or []
     (folder / "workload.jsonl").write_text("".join(canonical_text(case) + "\n" for case in cases))
     (folder / "solution.json").write_text(canonical_text(artifacts.implementation["spec"]["solution"]))

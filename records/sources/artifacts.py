@@ -219,10 +219,26 @@ def read_definition_folder(path: Path, progress: Progress = None) -> tuple[Seale
 def runnable_workload(
     source: str, name: str, definition: dict[str, Any], cases: list[dict[str, Any]], path: Path
 ) -> Sealed:
-    """The Workload document a rerun hands to the harness: the definition and every case, as read."""
-    spec = {"definition": {"source": source, "name": name, "document": definition}, "cases": cases}
+    """The Workload document a rerun hands to the harness: the definition and every case, as read.
+
+    A document is digested in RFC 8785 form, which sorts object keys, but the order of a definition's
+    inputs and outputs is the order of the arguments a kernel takes: it is kept beside them.
+    """
+    order = {"inputOrder": list(definition.get("inputs") or {}), "outputOrder": list(definition.get("outputs") or {})}
+    spec = {"definition": {"source": source, "name": name, "document": definition, **order}, "cases": cases}
     document = make_document("Workload", document_name(name), spec, title=definition_title(name))
     return seal_or_fail(document, "workload", path, None)
+
+
+def harness_definition(workload: dict[str, Any]) -> dict[str, Any]:
+    """The definition.json of a runnable Workload document, its inputs and outputs in their published order."""
+    stored = workload["spec"]["definition"]
+    definition = dict(stored["document"])
+    for role, order in (("inputs", "inputOrder"), ("outputs", "outputOrder")):
+        tensors = definition.get(role) or {}
+        names = [name for name in stored.get(order) or [] if name in tensors]
+        definition[role] = {name: tensors[name] for name in names + sorted(set(tensors) - set(names))}
+    return definition
 
 
 def _check_shapes(definition: DefinitionFile, path: Path) -> None:

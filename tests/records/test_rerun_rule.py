@@ -38,7 +38,10 @@ def result(
                 "latency": latency if status == "PASSED" else None,
             }
         ],
-        "environment": {"hardware": {"vendor": "intel", "product": "Intel Xeon", "class": "cpu"}, "torch": "2.13.0"},
+        "environment": {
+            "hardware": {"vendor": "intel", "product": "Intel Xeon", "class": "cpu"},
+            "libraries": {"torch": "2.13.0"},
+        },
         "harness": {"name": "kernelindex-harness", "version": "1.0", "digest": "sha256:" + "a" * 64},
         "protocol": {"warmup": 10, "iterations": 50, "timer": "perf_counter_ns", "l2_flush": "none (cpu)"},
     }
@@ -87,6 +90,7 @@ def test_the_result_is_a_native_manifest_linked_to_the_original() -> None:
     assert summary.group.family == "kernelindex_harness"
     assert manifest["run"]["spec"]["rerunOf"] == {"runId": "abcdef123456", "digest": "sha256:" + "b" * 64}
     assert manifest["environment"]["spec"]["hardware"]["class"] == "cpu"
+    assert manifest["environment"]["spec"]["software"]["libraries"]["torch"] == "2.13.0"
 
 
 def test_a_failed_rerun_is_a_failed_run_without_timing() -> None:
