@@ -353,6 +353,7 @@ class RerunRequest(models.Model):
     failure_status = models.CharField(max_length=32, blank=True)
     failure_reason = models.TextField(blank=True)
     log_tail = models.TextField(blank=True)
+    harness_seconds = models.FloatField(null=True, blank=True, help_text="How long the harness itself ran.")
     result_run = models.OneToOneField(
         Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="rerun_result_of"
     )

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -49,6 +50,15 @@ HARNESS_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "CUDA_VISIBLE
 
 class RerunRefusedError(Exception):
     """A rerun that cannot be asked for; the message says why, for the moderator."""
+
+
+@dataclass(frozen=True)
+class HarnessOutcome:
+    """What one harness process left: its JSON result (None if it produced none), its log's tail, its time."""
+
+    result: dict[str, Any] | None
+    log_tail: str
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -163,17 +173,16 @@ def execute_rerun(request_id: int) -> None:
     try:
         artifacts = runnable_artifacts(request.run)
     except RerunRefusedError as refusal:
-        record_failure(request, attempt, "NOT_RUNNABLE", str(refusal), "")
+        record_failure(request, attempt, "NOT_RUNNABLE", str(refusal))
         return
     with tempfile.TemporaryDirectory(prefix=f"rerun-{request.pk}-") as folder:
         outcome = run_harness(request, attempt, artifacts, Path(folder))
     if outcome is None:
         return  # the claim was lost: another attempt owns the request now
-    result, log_tail = outcome
-    if result is None:
-        record_failure(request, attempt, "HARNESS_ERROR", "the harness produced no result", log_tail)
+    if outcome.result is None:
+        record_failure(request, attempt, "HARNESS_ERROR", "the harness produced no result", outcome)
     else:
-        record_result(request, attempt, result, log_tail)
+        record_result(request, attempt, outcome.result, outcome)
 
 
 def worker_name() -> str:
@@ -202,13 +211,12 @@ def _still_ours(request: RerunRequest, attempt: int) -> Q:
     return Q(pk=request.pk, state=RerunRequest.State.RUNNING, attempts=attempt)
 
 
-def run_harness(
-    request: RerunRequest, attempt: int, artifacts: Artifacts, folder: Path
-) -> tuple[dict[str, Any] | None, str] | None:
-    """Run `python -m harness run` on the artifacts; (result or None, log tail), or None if the claim was lost."""
+def run_harness(request: RerunRequest, attempt: int, artifacts: Artifacts, folder: Path) -> HarnessOutcome | None:
+    """Run `python -m harness run` on the artifacts; None if the claim was lost meanwhile."""
     command = harness_command(request, artifacts, folder)
     environment = {name: os.environ[name] for name in HARNESS_ENVIRONMENT if name in os.environ}
     log_path = folder / "harness.log"
+    started = time.monotonic()
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             command,
@@ -220,16 +228,18 @@ def run_harness(
             preexec_fn=_die_with_parent,
         )
         claim_held = _heartbeat_until_done(process, request, attempt)
+    seconds = time.monotonic() - started
     log_tail = log_path.read_bytes()[-LOG_TAIL_CHARS:].decode(errors="replace")
     if not claim_held:
         return None
     output = folder / "result.json"
-    if process.returncode != 0 or not output.is_file():
-        return None, log_tail
-    try:
-        return parse_json(output.read_bytes()), log_tail
-    except ValueError:
-        return None, log_tail
+    result = None
+    if process.returncode == 0 and output.is_file():
+        try:
+            result = parse_json(output.read_bytes())
+        except ValueError:
+            result = None
+    return HarnessOutcome(result, log_tail, seconds)
 
 
 def harness_command(request: RerunRequest, artifacts: Artifacts, folder: Path) -> list[str]:
@@ -281,7 +291,7 @@ def _heartbeat_until_done(process: subprocess.Popen[bytes], request: RerunReques
             process.wait()
 
 
-def record_result(request: RerunRequest, attempt: int, result: dict[str, Any], log_tail: str) -> None:
+def record_result(request: RerunRequest, attempt: int, result: dict[str, Any], outcome: HarnessOutcome) -> None:
     """The result as a new run, the request's outcome and the original's evidence, in one transaction."""
     with transaction.atomic():
         if not RerunRequest.objects.select_for_update().filter(_still_ours(request, attempt)).exists():
@@ -307,24 +317,28 @@ def record_result(request: RerunRequest, attempt: int, result: dict[str, Any], l
             verdict_reason=decided.reason,
             failure_status="" if passed else str(result.get("status") or ""),
             failure_reason="" if passed else str(result.get("reason") or "")[-4000:],
-            log_tail=log_tail,
+            log_tail=outcome.log_tail,
+            harness_seconds=outcome.seconds,
         )
         request.refresh_from_db()
-        outcome = f"Rerun #{request.pk} {request.state}: {request.failure_status or 'every case passed'}"
-        log_rerun(request, outcome + (f"; {decided.level.replace('_', ' ')}" if decided.level else ""))
+        said = f"Rerun #{request.pk} {request.state}: {request.failure_status or 'every case passed'}"
+        log_rerun(request, said + (f"; {decided.level.replace('_', ' ')}" if decided.level else ""))
         refresh_evidence(run)
         retire_run_pages_on_commit(run)
         retire_pages_on_commit(*run_scopes(result_run))
 
 
-def record_failure(request: RerunRequest, attempt: int, status: str, reason: str, log_tail: str) -> None:
+def record_failure(
+    request: RerunRequest, attempt: int, status: str, reason: str, outcome: HarnessOutcome | None = None
+) -> None:
     with transaction.atomic():
         failed = RerunRequest.objects.filter(_still_ours(request, attempt)).update(
             state=RerunRequest.State.FAILED,
             finished_at=timezone.now(),
             failure_status=status,
             failure_reason=reason,
-            log_tail=log_tail,
+            log_tail=outcome.log_tail if outcome else "",
+            harness_seconds=outcome.seconds if outcome else None,
         )
         if failed:
             log_rerun(request, f"Rerun #{request.pk} failed: {status}: {reason}")

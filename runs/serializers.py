@@ -45,6 +45,7 @@ def rerun_json(row: RerunRow) -> dict[str, Any]:
         "startedAt": _timestamp(request.started_at),
         "finishedAt": _timestamp(request.finished_at),
         "attempts": request.attempts,
+        "harnessSeconds": request.harness_seconds,
         "failureStatus": request.failure_status or None,
         "failureReason": request.failure_reason or None,
         "latencyNs": row.latency or None,
