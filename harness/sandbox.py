@@ -2,8 +2,8 @@
 
 The sandbox (bwrap) gives the child fresh namespaces (no network: only a
 loopback of its own), the system, the Python installation and the harness code
-read-only, the job read-only, an empty private /tmp, and the scratch folder as
-the only writable place on the host. The environment is built from nothing:
+read-only, the job read-only, and the scratch folder (also its /tmp) as the
+only writable place; bwrap's minimal /dev keeps a private /dev/shm. The environment is built from nothing:
 PATH, HOME, PYTHONPATH and a few CUDA and thread settings, never the caller's.
 When the harness runs as root, bwrap sets the sandbox up as root and the child
 drops to uid/gid 65534 before reading anything the solution controls.
@@ -127,7 +127,9 @@ def _bwrap_arguments(workspace: Workspace, data_files: list[tuple[Path, str]], d
         arguments += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
         arguments = ["--unshare-all"]
-    arguments += ["--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    arguments += ["--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev"]
+    # /tmp is the scratch folder: no second writable place.
+    arguments += ["--symlink", str(SCRATCH), "/tmp"]
     for path in _SYSTEM:
         if os.path.islink(path):
             arguments += ["--symlink", os.readlink(path), path]
@@ -148,7 +150,8 @@ def _bwrap_arguments(workspace: Workspace, data_files: list[tuple[Path, str]], d
         for node in sorted(Path("/dev").glob("nvidia*")):
             arguments += ["--dev-bind", str(node), str(node)]
         arguments += ["--ro-bind-try", "/sys", "/sys"]
-    return [*arguments, "--chdir", str(SCRATCH)]
+    # The sandbox's own root (where bwrap made the mount points) is read-only too.
+    return [*arguments, "--remount-ro", "/", "--chdir", str(SCRATCH)]
 
 
 def _read_only_with_parents(source: str, destination: str) -> list[str]:
