@@ -191,8 +191,10 @@ def _stop_status(outcome: Outcome) -> str:
 def _stop_reason(outcome: Outcome) -> str:
     if outcome.stopped:
         return outcome.stopped[1]
-    code = outcome.returncode
-    how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"
+    code = outcome.returncode or 0
+    # bwrap reports a child's death by signal N as the exit status 128 + N.
+    signal_number = -code if code < 0 else code - 128 if code > 128 else 0
+    how = f"was killed by signal {signal_number}" if signal_number else f"exited with status {code}"
     last = outcome.log_tail.strip().splitlines()[-5:]
     return f"the evaluation process {how} during this case" + (": " + "\n".join(last) if last else "")
 
