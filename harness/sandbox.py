@@ -35,7 +35,6 @@ from typing import Any
 SANDBOX_ROOT = Path("/opt/kernelindex")
 JOB = Path("/job")
 SCRATCH = Path("/scratch")
-DATA = Path("/data")
 UNPRIVILEGED_ID = 65534
 LOG_TAIL_BYTES = 4096
 _POLL_SECONDS = 0.05
@@ -95,9 +94,7 @@ def bwrap_path() -> str:
     return found
 
 
-def child_command(
-    workspace: Workspace, data_files: list[tuple[Path, str]], device: str, result_fd: int
-) -> tuple[list[str], dict[str, str]]:
+def child_command(workspace: Workspace, device: str, result_fd: int) -> tuple[list[str], dict[str, str]]:
     python = str(Path(os.path.realpath(sys.prefix)) / "bin" / "python")
     if not Path(python).exists():
         python = sys.executable
@@ -117,10 +114,10 @@ def child_command(
     environment.update({name: os.environ[name] for name in _PASSED_THROUGH if name in os.environ})
     if not workspace.sandboxed:
         return child, environment
-    return [bwrap_path(), *_bwrap_arguments(workspace, data_files, device, python), "--", *child], environment
+    return [bwrap_path(), *_bwrap_arguments(workspace, device, python), "--", *child], environment
 
 
-def _bwrap_arguments(workspace: Workspace, data_files: list[tuple[Path, str]], device: str, python: str) -> list[str]:
+def _bwrap_arguments(workspace: Workspace, device: str, python: str) -> list[str]:
     if os.geteuid() == 0:
         # Set up as root without a user namespace, so the child can become a real unprivileged user.
         arguments = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
@@ -144,8 +141,6 @@ def _bwrap_arguments(workspace: Workspace, data_files: list[tuple[Path, str]], d
             bound.append(prefix)
     arguments += _read_only_with_parents(str(Path(__file__).resolve().parent), str(SANDBOX_ROOT / "harness"))
     arguments += ["--ro-bind", str(workspace.job), str(JOB), "--bind", str(workspace.scratch), str(SCRATCH)]
-    for host, inside in data_files:
-        arguments += ["--ro-bind", str(host), inside]
     if device.startswith("cuda"):
         for node in sorted(Path("/dev").glob("nvidia*")):
             arguments += ["--dev-bind", str(node), str(node)]

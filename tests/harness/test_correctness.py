@@ -164,7 +164,10 @@ def test_too_few_outputs_is_incorrect_shape(tmp_path: Path) -> None:
     definition = {
         "name": "add_rows",
         "axes": {"n": {"type": "var"}, "width": {"type": "const", "value": 4}},
-        "inputs": {"x": {"shape": ["n", "width"], "dtype": "float32"}, "y": {"shape": ["n", "width"], "dtype": "float32"}},
+        "inputs": {
+            "x": {"shape": ["n", "width"], "dtype": "float32"},
+            "y": {"shape": ["n", "width"], "dtype": "float32"},
+        },
         "outputs": {
             "total": {"shape": ["n", "width"], "dtype": "float32"},
             "difference": {"shape": ["n", "width"], "dtype": "float32"},

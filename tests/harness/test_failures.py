@@ -88,9 +88,7 @@ def test_a_reference_of_the_wrong_shape_is_an_invalid_reference(tmp_path: Path) 
     result = run_harness(problem, write_solution(tmp_path / "s", CORRECT_ADD))
 
     assert result.status == "INVALID_REFERENCE"
-    assert result.cases[0].reason == (
-        "output 'out': the reference returned [4] torch.float32, declared [3, 4] float32"
-    )
+    assert result.cases[0].reason == ("output 'out': the reference returned [4] torch.float32, declared [3, 4] float32")
 
 
 def test_writing_into_an_input_is_a_reward_hack(add_problem: Problem, tmp_path: Path) -> None:
