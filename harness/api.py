@@ -208,6 +208,9 @@ def _overall(cases: list[CaseResult], outcome: Outcome) -> tuple[str, str | None
         return outcome.fatal
     if outcome.stopped is not None:
         return outcome.stopped
+    if not outcome.environment:
+        # The child never got as far as torch: the sandbox or the interpreter did not start.
+        return "RUNTIME_ERROR", "the evaluation process did not start: " + outcome.log_tail.strip()[-1000:]
     for case in cases:
         if case.status != "PASSED":
             return case.status, f"case {case.uuid}: {case.reason}"

@@ -2,7 +2,7 @@
 
 The sandbox (bwrap) gives the child fresh namespaces (no network: only a
 loopback of its own), the system, the Python installation and the harness code
-read-only, the job read-only, and the scratch folder (also its /tmp) as the
+read-only, the job read-only, and the scratch folder (HOME and TMPDIR) as the
 only writable place; bwrap's minimal /dev keeps a private /dev/shm. The environment is built from nothing:
 PATH, HOME, PYTHONPATH and a few CUDA and thread settings, never the caller's.
 When the harness runs as root, bwrap sets the sandbox up as root and the child
@@ -104,7 +104,7 @@ def child_command(workspace: Workspace, device: str, result_fd: int) -> tuple[li
     environment = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": str(scratch),
-        "TMPDIR": "/tmp" if workspace.sandboxed else str(scratch),
+        "TMPDIR": str(scratch),
         "LANG": "C.UTF-8",
         "PYTHONPATH": str(SANDBOX_ROOT if workspace.sandboxed else package_root),
         "PYTHONDONTWRITEBYTECODE": "1",
@@ -125,8 +125,8 @@ def _bwrap_arguments(workspace: Workspace, device: str, python: str) -> list[str
     else:
         arguments = ["--unshare-all"]
     arguments += ["--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev"]
-    # /tmp is the scratch folder: no second writable place.
-    arguments += ["--symlink", str(SCRATCH), "/tmp"]
+    # /tmp stays read-only (TMPDIR is the scratch folder): no second writable place.
+    arguments += ["--perms", "0755", "--dir", "/tmp"]
     for path in _SYSTEM:
         if os.path.islink(path):
             arguments += ["--symlink", os.readlink(path), path]
