@@ -102,7 +102,8 @@ def child_command(workspace: Workspace, device: str, result_fd: int) -> tuple[li
     package_root = Path(__file__).resolve().parent.parent
     scratch = workspace.child_scratch()
     environment = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        # The venv's tools (ninja for extension builds) and CUDA's (nvcc) come first.
+        "PATH": os.pathsep.join([os.path.dirname(python), "/usr/local/cuda/bin", "/usr/local/bin", "/usr/bin", "/bin"]),
         "HOME": str(scratch),
         "TMPDIR": str(scratch),
         "LANG": "C.UTF-8",

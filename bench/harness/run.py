@@ -10,6 +10,7 @@
    call; on CUDA, events around each call after writing 2x L2). The two take
    turns, round after round, so a neighbour's load falls on both; the figure is
    the median over rounds of harness median / bare median (target <= 1.05).
+   Both run single-threaded (OMP_NUM_THREADS=1 unless set).
 2. Fixed cost. The wall time of a whole evaluation of one tiny case timed once,
    sandboxed and unsandboxed, beside `python -c "import torch"` alone: process
    start, sandbox, torch import, loading, input build and checks.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -27,6 +29,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+# One thread, here and (passed through) in the harness's child: on a shared machine a multi-threaded
+# op waits for its slowest thread, and a neighbour's load would then decide both figures.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch
 
