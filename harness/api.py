@@ -15,7 +15,7 @@ from harness.errors import HarnessInputError
 from harness.formats import load_definition, load_solution, load_workload
 from harness.job import Inputs, build_job
 from harness.results import CaseResult, EvaluationResult, HarnessInfo, Protocol
-from harness.sandbox import DATA, UNPRIVILEGED_ID, Outcome, SandboxUnavailableError, Workspace, child_command, run_child
+from harness.sandbox import UNPRIVILEGED_ID, Outcome, SandboxUnavailableError, Workspace, child_command, run_child
 from harness.stats import latency_of, suite_latency
 from harness.timing_names import CPU_FLUSH, CPU_TIMER, CUDA_FLUSH, CUDA_TIMER
 
@@ -106,12 +106,17 @@ def _run(
     iterations: int,
     data_root: Path | None,
 ) -> Outcome:
-    inside: dict[Path, str] = {}
+    copied: dict[Path, str] = {}
 
     def child_path_of(host: Path) -> str:
-        if not workspace.sandboxed:
-            return str(host.resolve())
-        return inside.setdefault(host, str(DATA / f"{len(inside)}{host.suffix}"))
+        # Copied into the job (data files are small: indices, lengths), so the unprivileged child can read them.
+        if host not in copied:
+            name = f"{len(copied)}{host.suffix}"
+            (workspace.job / "data").mkdir(mode=0o755, exist_ok=True)
+            shutil.copyfile(host, workspace.job / "data" / name)
+            (workspace.job / "data" / name).chmod(0o644)
+            copied[host] = str(workspace.child_job() / "data" / name)
+        return copied[host]
 
     options = {
         "device": device,
@@ -124,8 +129,7 @@ def _run(
     job["solution"]["dir"] = str(workspace.child_job() / "solution")
     (workspace.job / "job.json").write_text(json.dumps(job), encoding="utf-8")
     (workspace.job / "job.json").chmod(0o644)
-    data_files = list(inside.items())
-    return run_child(lambda fd: child_command(workspace, data_files, device, fd), workspace.scratch, timeout, memory_mb)
+    return run_child(lambda fd: child_command(workspace, device, fd), workspace.scratch, timeout, memory_mb)
 
 
 def assemble(inputs: Inputs, outcome: Outcome, device: str, warmup: int, iterations: int) -> EvaluationResult:
@@ -191,8 +195,10 @@ def _stop_status(outcome: Outcome) -> str:
 def _stop_reason(outcome: Outcome) -> str:
     if outcome.stopped:
         return outcome.stopped[1]
-    code = outcome.returncode
-    how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"
+    code = outcome.returncode or 0
+    # bwrap reports a child's death by signal N as the exit status 128 + N.
+    signal_number = -code if code < 0 else code - 128 if code > 128 else 0
+    how = f"was killed by signal {signal_number}" if signal_number else f"exited with status {code}"
     last = outcome.log_tail.strip().splitlines()[-5:]
     return f"the evaluation process {how} during this case" + (": " + "\n".join(last) if last else "")
 
@@ -202,6 +208,9 @@ def _overall(cases: list[CaseResult], outcome: Outcome) -> tuple[str, str | None
         return outcome.fatal
     if outcome.stopped is not None:
         return outcome.stopped
+    if not outcome.environment:
+        # The child never got as far as torch: the sandbox or the interpreter did not start.
+        return "RUNTIME_ERROR", "the evaluation process did not start: " + outcome.log_tail.strip()[-1000:]
     for case in cases:
         if case.status != "PASSED":
             return case.status, f"case {case.uuid}: {case.reason}"

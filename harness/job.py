@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.axes import AxisExpressionError, resolve_axes
 from harness.errors import HarnessInputError
-from harness.formats import Case, Definition, InputSource, Solution, Tolerance
+from harness.formats import Case, Definition, InputSource, Solution, Tolerance, dimension_size
 
 
 @dataclass
@@ -92,7 +92,7 @@ def _case_job(
         source = case.inputs.get(name) or InputSource(type="random")
         entry: dict[str, Any] = {
             "source": source.type,
-            "shape": None if spec.shape is None else [axes[axis] for axis in spec.shape],
+            "shape": None if spec.shape is None else [dimension_size(axis, axes) for axis in spec.shape],
             "dtype": spec.dtype,
             "value": source.value,
         }
@@ -109,7 +109,10 @@ def _case_job(
             entry["key"] = source.tensor_key
         job_inputs[name] = entry
     outputs = {
-        name: {"shape": None if spec.shape is None else [axes[axis] for axis in spec.shape], "dtype": spec.dtype}
+        name: {
+            "shape": None if spec.shape is None else [dimension_size(axis, axes) for axis in spec.shape],
+            "dtype": spec.dtype,
+        }
         for name, spec in definition.outputs.items()
     }
     tolerance = case.tolerance or Tolerance()

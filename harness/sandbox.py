@@ -2,8 +2,8 @@
 
 The sandbox (bwrap) gives the child fresh namespaces (no network: only a
 loopback of its own), the system, the Python installation and the harness code
-read-only, the job read-only, an empty private /tmp, and the scratch folder as
-the only writable place on the host. The environment is built from nothing:
+read-only, the job read-only, and the scratch folder (HOME and TMPDIR) as the
+only writable place; bwrap's minimal /dev keeps a private /dev/shm. The environment is built from nothing:
 PATH, HOME, PYTHONPATH and a few CUDA and thread settings, never the caller's.
 When the harness runs as root, bwrap sets the sandbox up as root and the child
 drops to uid/gid 65534 before reading anything the solution controls.
@@ -35,7 +35,6 @@ from typing import Any
 SANDBOX_ROOT = Path("/opt/kernelindex")
 JOB = Path("/job")
 SCRATCH = Path("/scratch")
-DATA = Path("/data")
 UNPRIVILEGED_ID = 65534
 LOG_TAIL_BYTES = 4096
 _POLL_SECONDS = 0.05
@@ -95,9 +94,7 @@ def bwrap_path() -> str:
     return found
 
 
-def child_command(
-    workspace: Workspace, data_files: list[tuple[Path, str]], device: str, result_fd: int
-) -> tuple[list[str], dict[str, str]]:
+def child_command(workspace: Workspace, device: str, result_fd: int) -> tuple[list[str], dict[str, str]]:
     python = str(Path(os.path.realpath(sys.prefix)) / "bin" / "python")
     if not Path(python).exists():
         python = sys.executable
@@ -105,9 +102,10 @@ def child_command(
     package_root = Path(__file__).resolve().parent.parent
     scratch = workspace.child_scratch()
     environment = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        # The venv's tools (ninja for extension builds) and CUDA's (nvcc) come first.
+        "PATH": os.pathsep.join([os.path.dirname(python), "/usr/local/cuda/bin", "/usr/local/bin", "/usr/bin", "/bin"]),
         "HOME": str(scratch),
-        "TMPDIR": "/tmp" if workspace.sandboxed else str(scratch),
+        "TMPDIR": str(scratch),
         "LANG": "C.UTF-8",
         "PYTHONPATH": str(SANDBOX_ROOT if workspace.sandboxed else package_root),
         "PYTHONDONTWRITEBYTECODE": "1",
@@ -117,17 +115,19 @@ def child_command(
     environment.update({name: os.environ[name] for name in _PASSED_THROUGH if name in os.environ})
     if not workspace.sandboxed:
         return child, environment
-    return [bwrap_path(), *_bwrap_arguments(workspace, data_files, device, python), "--", *child], environment
+    return [bwrap_path(), *_bwrap_arguments(workspace, device, python), "--", *child], environment
 
 
-def _bwrap_arguments(workspace: Workspace, data_files: list[tuple[Path, str]], device: str, python: str) -> list[str]:
+def _bwrap_arguments(workspace: Workspace, device: str, python: str) -> list[str]:
     if os.geteuid() == 0:
         # Set up as root without a user namespace, so the child can become a real unprivileged user.
         arguments = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
         arguments += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
         arguments = ["--unshare-all"]
-    arguments += ["--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    arguments += ["--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev"]
+    # /tmp stays read-only (TMPDIR is the scratch folder): no second writable place.
+    arguments += ["--perms", "0755", "--dir", "/tmp"]
     for path in _SYSTEM:
         if os.path.islink(path):
             arguments += ["--symlink", os.readlink(path), path]
@@ -142,13 +142,12 @@ def _bwrap_arguments(workspace: Workspace, data_files: list[tuple[Path, str]], d
             bound.append(prefix)
     arguments += _read_only_with_parents(str(Path(__file__).resolve().parent), str(SANDBOX_ROOT / "harness"))
     arguments += ["--ro-bind", str(workspace.job), str(JOB), "--bind", str(workspace.scratch), str(SCRATCH)]
-    for host, inside in data_files:
-        arguments += ["--ro-bind", str(host), inside]
     if device.startswith("cuda"):
         for node in sorted(Path("/dev").glob("nvidia*")):
             arguments += ["--dev-bind", str(node), str(node)]
         arguments += ["--ro-bind-try", "/sys", "/sys"]
-    return [*arguments, "--chdir", str(SCRATCH)]
+    # The sandbox's own root (where bwrap made the mount points) is read-only too.
+    return [*arguments, "--remount-ro", "/", "--chdir", str(SCRATCH)]
 
 
 def _read_only_with_parents(source: str, destination: str) -> list[str]:

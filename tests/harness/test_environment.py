@@ -1,0 +1,53 @@
+"""The hardware class a worker reports, read without torch: override, nvidia-smi, else the CPU."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.environment import detect_hardware_class, host_environment
+
+
+def fake_nvidia_smi(folder: Path, line: str) -> None:
+    """An nvidia-smi on PATH that answers the harness's query as the driver's tool would."""
+    folder.mkdir()
+    script = folder / "nvidia-smi"
+    script.write_text(f"#!/bin/sh\necho '{line}'\n")
+    script.chmod(0o755)
+
+
+def test_without_a_gpu_the_class_is_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KERNELINDEX_HARDWARE_CLASS", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+
+    assert detect_hardware_class() == "cpu"
+    hardware = host_environment("cpu")["hardware"]
+    assert hardware["class"] == "cpu"
+    assert hardware["vendor"] in {"intel", "amd", "arm", "unknown"}
+    assert hardware["product"]
+
+
+def test_a_gpu_is_classed_by_its_product_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KERNELINDEX_HARDWARE_CLASS", raising=False)
+    fake_nvidia_smi(tmp_path / "bin", "NVIDIA H100 80GB HBM3, 570.86.15, 1980 MHz, 2619 MHz, 1980 MHz, 2619 MHz")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+
+    assert detect_hardware_class() == "nvidia-h100"
+    environment = host_environment("cuda")
+    assert environment["hardware"] == {
+        "vendor": "nvidia",
+        "product": "NVIDIA H100 80GB HBM3",
+        "architecture": "sm_90",
+        "class": "nvidia-h100",
+    }
+    assert environment["driver"] == "570.86.15"
+    assert environment["clocks_mhz"]["clocks.max.sm"] == "1980 MHz"
+
+
+def test_the_class_can_be_set_for_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNELINDEX_HARDWARE_CLASS", "nvidia-b200")
+
+    assert detect_hardware_class() == "nvidia-b200"
+    assert host_environment("cpu")["hardware_class"] == "nvidia-b200"

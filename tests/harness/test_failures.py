@@ -1,0 +1,145 @@
+"""Solutions and references that cannot run: each failure has its status and a reason a person can act on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.harness.conftest import (
+    CORRECT_ADD,
+    Problem,
+    assert_next_evaluation_works,
+    run_harness,
+    write_problem,
+    write_solution,
+)
+
+
+def test_a_syntax_error_is_a_compile_error_naming_the_line(add_problem: Problem, tmp_path: Path) -> None:
+    solution = write_solution(tmp_path / "s", "def run(x, y, out)\n    out.copy_(x + y)\n")
+    result = run_harness(add_problem, solution)
+
+    assert result.status == "COMPILE_ERROR"
+    assert result.reason is not None
+    assert "SyntaxError" in result.reason and "main.py" in result.reason and "line 1" in result.reason
+    assert {case.status for case in result.cases} == {"COMPILE_ERROR"}
+    assert all(case.latency is None for case in result.cases)
+
+
+def test_a_missing_entry_function_is_a_compile_error(add_problem: Problem, tmp_path: Path) -> None:
+    solution = write_solution(tmp_path / "s", "def kernel(x, y, out):\n    pass\n")
+    result = run_harness(add_problem, solution)
+
+    assert result.status == "COMPILE_ERROR"
+    assert result.reason == "main.py defines no function 'run'"
+
+
+def test_an_exception_is_a_runtime_error_with_its_last_lines(add_problem: Problem, tmp_path: Path) -> None:
+    solution = write_solution(
+        tmp_path / "s",
+        """
+        def run(x, y, out):
+            raise ValueError(f"tile size does not divide {x.shape[0]}")
+        """,
+    )
+    result = run_harness(add_problem, solution)
+
+    assert result.status == "RUNTIME_ERROR"
+    assert [case.status for case in result.cases] == ["RUNTIME_ERROR", "RUNTIME_ERROR"]
+    reason = result.cases[0].reason or ""
+    assert "ValueError: tile size does not divide 3" in reason
+    assert 'main.py", line 3, in run' in reason
+    assert result.reason == f"case case-small: {reason}"
+
+
+def test_a_solution_helper_module_is_importable(add_problem: Problem, tmp_path: Path) -> None:
+    solution = write_solution(
+        tmp_path / "s",
+        """
+        from helpers import add_into
+
+        def run(x, y, out):
+            add_into(x, y, out)
+        """,
+        extra_sources={"helpers.py": "def add_into(x, y, out):\n    out.copy_(x + y)\n"},
+    )
+
+    assert run_harness(add_problem, solution).status == "PASSED"
+
+
+def test_a_reference_that_raises_is_an_invalid_reference(tmp_path: Path) -> None:
+    problem = write_problem(tmp_path / "problem", reference="def run(x, y):\n    raise RuntimeError('broken')\n")
+    result = run_harness(problem, write_solution(tmp_path / "s", CORRECT_ADD))
+
+    assert result.status == "INVALID_REFERENCE"
+    assert "the reference failed" in (result.cases[0].reason or "")
+    assert "RuntimeError: broken" in (result.cases[0].reason or "")
+
+
+def test_a_reference_that_does_not_load_is_an_invalid_reference(tmp_path: Path) -> None:
+    problem = write_problem(tmp_path / "problem", reference="import torch\n\ndef forward(x, y):\n    return x + y\n")
+    result = run_harness(problem, write_solution(tmp_path / "s", CORRECT_ADD))
+
+    assert result.status == "INVALID_REFERENCE"
+    assert result.reason is not None and "has no attribute 'run'" in result.reason
+
+
+def test_a_reference_of_the_wrong_shape_is_an_invalid_reference(tmp_path: Path) -> None:
+    problem = write_problem(tmp_path / "problem", reference="def run(x, y):\n    return (x + y).sum(0)\n")
+    result = run_harness(problem, write_solution(tmp_path / "s", CORRECT_ADD))
+
+    assert result.status == "INVALID_REFERENCE"
+    assert result.cases[0].reason == ("output 'out': the reference returned [4] torch.float32, declared [3, 4] float32")
+
+
+def test_writing_into_an_input_is_a_reward_hack(add_problem: Problem, tmp_path: Path) -> None:
+    solution = write_solution(
+        tmp_path / "s",
+        """
+        def run(x, y, out):
+            x.add_(y)
+            out.copy_(x)
+        """,
+    )
+    result = run_harness(add_problem, solution)
+
+    assert result.status == "REWARD_HACK"
+    assert result.cases[0].reason == (
+        "the solution wrote into its inputs: input 'x' was written to (first changed element at index (0, 0))"
+    )
+    assert_next_evaluation_works(add_problem, tmp_path)
+
+
+def test_writing_into_an_input_only_while_timed_is_a_reward_hack(add_problem: Problem, tmp_path: Path) -> None:
+    solution = write_solution(
+        tmp_path / "s",
+        """
+        calls = 0
+
+        def run(x, y, out):
+            global calls
+            calls += 1
+            out.copy_(x + y)
+            if calls > 1:
+                y.zero_()
+        """,
+    )
+    result = run_harness(add_problem, solution)
+
+    assert result.status == "REWARD_HACK"
+    assert "while being timed" in (result.cases[0].reason or "")
+
+
+def test_a_cuda_solution_on_a_cpu_host_is_a_clear_compile_error(add_problem: Problem, tmp_path: Path) -> None:
+    solution = write_solution(
+        tmp_path / "s",
+        """
+        #include <torch/extension.h>
+        void run(torch::Tensor x, torch::Tensor y, torch::Tensor out) { out.copy_(x + y); }
+        """,
+        language="cuda",
+        entry_point="kernel.cu::run",
+    )
+    result = run_harness(add_problem, solution)
+
+    assert result.status == "COMPILE_ERROR"
+    assert result.reason == "a cuda solution is built for a CUDA device; this evaluation runs on cpu"

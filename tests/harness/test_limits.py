@@ -1,0 +1,133 @@
+"""The wall-time and memory limits stop a solution, and everything it started, and the next evaluation works."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+
+from tests.harness.conftest import Problem, assert_next_evaluation_works, run_harness, write_solution
+
+
+def test_an_infinite_loop_is_stopped_as_a_timeout_within_the_limit(add_problem: Problem, tmp_path: Path) -> None:
+    solution = write_solution(
+        tmp_path / "s",
+        """
+        def run(x, y, out):
+            while True:
+                pass
+        """,
+    )
+    started = time.monotonic()
+    result = run_harness(add_problem, solution, timeout=10)
+    elapsed = time.monotonic() - started
+
+    assert result.status == "TIMEOUT"
+    assert result.reason == "the evaluation passed its wall-time limit of 10 s"
+    assert [case.status for case in result.cases] == ["TIMEOUT", "NOT_RUN"]
+    assert result.cases[1].reason == "not run: the evaluation stopped at case case-small"
+    # Generous: the limit plus the time to kill the sandbox and start the next check.
+    assert elapsed < 30
+    assert_next_evaluation_works(add_problem, tmp_path)
+
+
+def test_every_process_the_solution_started_dies_with_it(add_problem: Problem, tmp_path: Path) -> None:
+    marker = str(10_000 + uuid.uuid4().int % 80_000)
+    solution = write_solution(
+        tmp_path / "s",
+        f"""
+        import subprocess
+
+        def run(x, y, out):
+            # A grandchild in a session of its own, which a process-group kill alone would miss.
+            subprocess.Popen(["sleep", "{marker}"], start_new_session=True)
+            while True:
+                pass
+        """,
+    )
+    result = run_harness(add_problem, solution, timeout=10)
+
+    assert result.status == "TIMEOUT"
+    assert not _processes_running(["sleep", marker])
+
+
+def test_an_allocation_far_past_the_limit_is_out_of_memory(add_problem: Problem, tmp_path: Path) -> None:
+    solution = write_solution(
+        tmp_path / "s",
+        """
+        import torch
+
+        def run(x, y, out):
+            hoard = torch.ones(64 * 2**30 // 4)
+            out.copy_(x + y + hoard[0])
+        """,
+    )
+    result = run_harness(add_problem, solution, memory_mb=1024)
+
+    assert result.status == "OUT_OF_MEMORY"
+    assert [case.status for case in result.cases] == ["OUT_OF_MEMORY", "OUT_OF_MEMORY"]
+    assert "can't allocate memory" in (result.cases[0].reason or "")
+    assert_next_evaluation_works(add_problem, tmp_path)
+
+
+def test_memory_that_grows_past_the_limit_is_stopped_by_the_watchdog(add_problem: Problem, tmp_path: Path) -> None:
+    solution = write_solution(
+        tmp_path / "s",
+        """
+        import time
+        import torch
+
+        hoard = []
+
+        def run(x, y, out):
+            for _ in range(200):
+                hoard.append(torch.ones(16 * 2**20 // 4))
+                time.sleep(0.02)
+            out.copy_(x + y)
+        """,
+    )
+    result = run_harness(add_problem, solution, memory_mb=700)
+
+    assert result.status == "OUT_OF_MEMORY"
+    assert result.reason is not None
+    assert "resident, over the limit of 700 MiB" in result.reason
+    assert [case.status for case in result.cases] == ["OUT_OF_MEMORY", "NOT_RUN"]
+    assert_next_evaluation_works(add_problem, tmp_path)
+
+
+def test_a_solution_that_kills_its_own_process_keeps_the_cases_already_reported(
+    add_problem: Problem, tmp_path: Path
+) -> None:
+    solution = write_solution(
+        tmp_path / "s",
+        """
+        import os
+        import signal
+
+        def run(x, y, out):
+            if x.shape[0] == 64:
+                os.kill(os.getpid(), signal.SIGKILL)
+            out.copy_(x + y)
+        """,
+    )
+    result = run_harness(add_problem, solution)
+
+    assert [case.status for case in result.cases] == ["PASSED", "RUNTIME_ERROR"]
+    assert result.cases[0].latency is not None
+    assert "killed by signal 9 during this case" in (result.cases[1].reason or "")
+    assert result.status == "RUNTIME_ERROR"
+
+
+def _processes_running(command: list[str]) -> bool:
+    wanted = "\0".join(command).encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                if cmdline.read().rstrip(b"\0") == wanted:
+                    return True
+        except OSError:
+            continue
+    return False
