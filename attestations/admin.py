@@ -16,9 +16,9 @@ from django.utils.safestring import SafeString
 
 from attestations.models import Attestation, IssueReport
 from attestations.services import moderate_attestations, set_report_status
-from runs.cache import bump_generation_on_commit
 from runs.models import Run
 from runs.templatetags.kernelindex import latency
+from web.cache import bump_generation_on_commit
 
 # Django's classes take no type parameters at run time; django-stubs' do.
 if TYPE_CHECKING:

@@ -16,6 +16,8 @@ from django.core.cache import cache
 from django.http import HttpRequest
 from django.utils.crypto import salted_hmac
 
+from web.proxies import client_address
+
 SUBMISSIONS_PER_WINDOW = 5
 WINDOW_SECONDS = 10 * 60
 
@@ -36,7 +38,7 @@ def _client_network(address: str) -> str:
 
 
 def client_key(request: HttpRequest, form_name: str) -> str:
-    client = _client_network(request.META.get("REMOTE_ADDR", ""))
+    client = _client_network(client_address(request))
     digest = salted_hmac("attestations.ratelimit", client).hexdigest()[:32]
     return f"attestations:ratelimit:{form_name}:{digest}"
 

@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from attestations.forms import NoteForm, ReportForm
 from attestations.models import Attestation, IssueReport
-from runs.cache import bump_generation_on_commit
 from runs.models import Run
+from web.cache import bump_generation_on_commit
 
 
 def submit_attestation(run: Run, form: NoteForm) -> Attestation:

@@ -23,9 +23,9 @@ from django.views.decorators.vary import vary_on_headers
 from attestations.forms import NoteForm, ReportForm, filled_honeypot
 from attestations.ratelimit import client_key, record_submission, seconds_until_allowed
 from attestations.services import submit_attestation, submit_issue_report
-from runs.http import HtmxHttpRequest
 from runs.models import Run
 from runs.selectors import get_run_or_404
+from web.http import HtmxHttpRequest
 
 
 @dataclass(frozen=True)

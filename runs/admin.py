@@ -10,7 +10,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
-from runs.models import ComparisonGroup, Definition, Document, ImportLog, Run, SourceBoard
+from runs.models import ComparisonGroup, Definition, Document, ImportLog, RerunRequest, Run, SourceBoard
+from runs.reruns import RerunRefusedError, cancel_rerun, request_rerun
 from runs.services import restore_run, withdraw_run
 
 
@@ -71,13 +72,26 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "declared_digests",
         "versions",
     )
-    actions = ("restore",)
+    actions = ("restore", "request_reruns")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # withdraw instead: a permalink must never disappear
+
+    def has_request_rerun_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("runs.request_rerun")
+
+    @admin.action(description="Request a controlled rerun of the selected runs", permissions=["request_rerun"])
+    def request_reruns(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        for run in queryset:
+            try:
+                rerun = request_rerun(run, user=request.user, reason="asked from the admin")
+            except RerunRefusedError as refusal:
+                messages.warning(request, f"Run {run.run_id}: {refusal}.")
+            else:
+                messages.success(request, f"Run {run.run_id}: rerun #{rerun.pk} queued on {rerun.queue}.")
 
     @admin.display(description="page")
     def public_page(self, run: Run) -> str:
@@ -143,3 +157,31 @@ class ImportLogAdmin(ReadOnlyAdmin):
     @admin.display(boolean=True)
     def failed(self, log: ImportLog) -> bool:
         return bool(log.error)
+
+
+@admin.register(RerunRequest)
+class RerunRequestAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "run",
+        "state",
+        "verdict",
+        "hardware",
+        "requested_by",
+        "requested_at",
+        "attempts",
+        "worker",
+        "finished_at",
+    )
+    list_filter = ("state", "verdict", "hardware")
+    search_fields = ("run__run_id", "worker", "failure_reason")
+    list_select_related = ("run", "requested_by")
+    actions = ("cancel",)
+
+    def has_request_rerun_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("runs.request_rerun")
+
+    @admin.action(description="Cancel the selected queued reruns", permissions=["request_rerun"])
+    def cancel(self, request: HttpRequest, queryset: QuerySet[RerunRequest]) -> None:
+        cancelled = sum(cancel_rerun(rerun, request.user) for rerun in queryset.select_related("run"))
+        messages.info(request, f"{cancelled} rerun(s) cancelled; a rerun a worker has started runs to its end.")

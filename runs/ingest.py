@@ -23,12 +23,12 @@ from django.utils import timezone
 from records.canonical import digest
 from records.errors import RecordError
 from records.identity import run_id_for
+from records.manifest import manifest_item
 from records.reading import ReadItem, read_in_process, summarized
 from records.sources import ImportUnit
 from records.sources.base import BoardItem, DefinitionItem, DocumentItem, Progress, SkippedItem
-from records.summary import DefinitionRef, GroupRef, RunSummary
+from records.summary import NATIVE_SOURCE, DefinitionRef, GroupRef, RunSummary, summarize
 from runs.bulk import BulkInserter
-from runs.cache import bump_generation_on_commit
 from runs.models import (
     ComparisonGroup,
     Definition,
@@ -40,6 +40,7 @@ from runs.models import (
     SourceBoard,
     WorkloadCase,
 )
+from web.cache import bump_generation_on_commit
 
 BATCH_SIZE = 2000
 # From this size a file is read in a process of its own (the size from which import_runs shows a
@@ -199,9 +200,22 @@ def read_ahead(items: Iterator[ReadItem], chunk: int = 500, chunks: int = 4) -> 
             items.close()
 
 
-def record_failure(unit: ImportUnit, error: RecordError) -> None:
-    """Keep a trace of a failed import; its rows were rolled back."""
-    ImportLog.objects.create(path=str(unit.path), source=unit.source, finished_at=timezone.now(), error=str(error))
+def import_manifest(manifest: dict[str, Any], origin: str) -> Run:
+    """Import one native manifest made here (a rerun's result) inside the caller's transaction; return its run."""
+    run = summarize(manifest_item(manifest, Path(origin), None, redigest=False))
+    with transaction.atomic(), foreign_keys_checked_as_written():
+        log = ImportLog.objects.create(path=origin, source=NATIVE_SOURCE)
+        importer = UnitImporter(Path(origin), NATIVE_SOURCE, log)
+        importer.add_all([run])
+        importer.finish()
+    return Run.objects.get(run_id=run.run_id)
+
+
+def record_failure(unit: ImportUnit | None, error: RecordError, source: str = "") -> None:
+    """Keep a trace of a failed import; its rows were rolled back. Without a unit, the file could not even be
+    told apart (its source unknown)."""
+    path, source = (str(unit.path), unit.source) if unit else (error.path, source)
+    ImportLog.objects.create(path=path, source=source, finished_at=timezone.now(), error=str(error))
 
 
 class UnitImporter:

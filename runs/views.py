@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Min
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -14,37 +16,47 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from records.canonical import is_digest
+from records.rerun import EVIDENCE_RULE
 from records.sources import SOURCES, SourceInfo
+from records.sources.hardware import hardware_class, hardware_class_of
 from runs import display
-from runs.cache import cached_page
 from runs.charts import Mark, StripChart, latency_chart, score_chart
 from runs.citations import Citation
-from runs.forms import CompareForm, RunSearchForm
-from runs.http import HtmxHttpRequest
+from runs.forms import CompareForm, RerunForm, RunSearchForm
 from runs.models import ComparisonGroup, Definition, Document, Run
+from runs.reruns import RerunRefusedError, request_rerun
 from runs.selectors import (
     CHART_POINTS,
+    LISTS,
     board_for,
     chart_latencies,
+    evidence_history,
     get_definition_or_404,
     get_document_or_404,
     get_group_or_404,
     get_run_or_404,
     leaderboard,
     references_for,
+    rerun_rows,
     run_documents,
     run_manifest_text,
     run_rank,
+    run_scopes,
     runnable_definition,
     uses_source_order,
 )
+from runs.serializers import evidence_json, rerun_json
 from runs.templatetags.kernelindex import latency
+from web.cache import add_page_scopes, cached_page
+from web.http import HtmxHttpRequest
 
 JSON_CONTENT_TYPE = "application/json"
+# The cache scope of the pages that list runs (web/cache.py): home, index.json, sources, compare.
+SEARCH_PARAMS = ("q", "source", "gpu", "evidence", "page")
 
 
 def _page(request: HttpRequest, items: Any, per_page: int | None = None) -> Page[Any]:
@@ -107,7 +119,7 @@ def healthz(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @vary_on_headers("HX-Request")
-@cached_page
+@cached_page(params=SEARCH_PARAMS, scopes=lambda: [LISTS])
 def home(request: HtmxHttpRequest) -> HttpResponse:
     form, page = _search(request)
     status = 400 if form.errors else 200
@@ -116,7 +128,7 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @require_GET
-@cached_page
+@cached_page(params=SEARCH_PARAMS, scopes=lambda: [LISTS])
 def home_json(request: HttpRequest) -> JsonResponse:
     form, page = _search(request)
     return JsonResponse(
@@ -144,12 +156,61 @@ def _search(request: HttpRequest) -> tuple[RunSearchForm, Page[Any]]:
 
 
 @require_GET
-@cached_page
+@cached_page(scopes=lambda run_id: [f"run:{run_id}"])
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
+    # The page shows the run's rank and its group's #1.
+    add_page_scopes(request, *run_scopes(run))
     documents = run_documents(run)
     values = {role: document.value for role, document in documents.items()}
-    return TemplateResponse(request, "runs/run_detail.html", _run_context(request, run, documents, values))
+    context = _run_context(request, run, documents, values)
+    context.update(_reruns_context(request, run, values.get("environment")))
+    return TemplateResponse(request, "runs/run_detail.html", context)
+
+
+def _reruns_context(request: HttpRequest, run: Run, environment: dict[str, Any] | None) -> dict[str, Any]:
+    own_class = hardware_class(environment["spec"]["hardware"]) if environment else hardware_class_of(run.hardware)
+    reruns = rerun_rows(run, own_class)
+    may_request = request.user.has_perm("runs.request_rerun")
+    return {
+        "reruns": reruns,
+        "active_rerun": next((row.request for row in reruns if row.request.is_active), None),
+        "evidence_history": evidence_history(run),
+        "evidence_rule": EVIDENCE_RULE.format(tolerance=f"±{settings.RERUN_TOLERANCE:.0%}"),
+        "own_class": own_class,
+        "rerun_form": RerunForm(initial={"hardware": own_class}) if may_request and not run.withdrawn_at else None,
+    }
+
+
+@require_GET
+@never_cache
+def run_reruns(request: HttpRequest, run_id: str) -> HttpResponse:
+    """The reruns section alone, which the run page polls while a rerun is queued or running."""
+    run = get_run_or_404(run_id)
+    environment = Document.objects.filter(digest=run.environment_digest).first()
+    context = {"run": run, "oob": True, **_reruns_context(request, run, environment.value if environment else None)}
+    return TemplateResponse(request, "runs/_reruns.html#reruns", context)
+
+
+@require_POST
+def request_rerun_view(request: HttpRequest, run_id: str) -> HttpResponse:
+    """A moderator's button on the run page; everyone else gets 403, whatever they post."""
+    run = get_run_or_404(run_id)
+    if not request.user.has_perm("runs.request_rerun"):
+        raise PermissionDenied("Requesting a rerun needs the rerun permission.")
+    form = RerunForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Not queued: {form.errors.as_text()}", extra_tags="reruns")
+    else:
+        try:
+            rerun = request_rerun(
+                run, user=request.user, hardware=form.cleaned_data["hardware"], reason=form.cleaned_data["reason"]
+            )
+        except RerunRefusedError as refusal:
+            messages.error(request, f"Not queued: {refusal}.", extra_tags="reruns")
+        else:
+            messages.success(request, f"Rerun #{rerun.pk} queued on {rerun.queue}.", extra_tags="reruns")
+    return redirect(run.get_absolute_url() + "#reruns")
 
 
 def _run_context(
@@ -202,17 +263,25 @@ def _citation(request: HttpRequest, run: Run, author: str) -> Citation:
 
 
 @require_GET
-@cached_page
+@cached_page(scopes=lambda run_id: [f"run:{run_id}"])
 def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
-    """The run's canonical manifest, byte for byte the form its digests are computed on."""
+    """The run's canonical manifest, each document byte for byte the form its digest is computed on,
+    with the run's evidence level and reruns beside them (records.manifest.INDEX_MEMBERS)."""
     run = get_run_or_404(run_id)
-    response = HttpResponse(run_manifest_text(run, run_documents(run)), content_type=JSON_CONTENT_TYPE)
+    documents = run_documents(run)
+    environment = documents.get("environment")
+    reruns = _reruns_context(request, run, environment.value if environment else None)
+    index = {
+        "evidence": evidence_json(run, reruns["evidence_rule"], reruns["evidence_history"]),
+        "reruns": [rerun_json(row) for row in reruns["reruns"]],
+    }
+    response = HttpResponse(run_manifest_text(run, documents, index), content_type=JSON_CONTENT_TYPE)
     response["Content-Disposition"] = f'inline; filename="run-{run.run_id}.manifest.json"'
     return response
 
 
 @require_GET
-@cached_page
+@cached_page()
 def document_json(request: HttpRequest, digest: str) -> HttpResponse:
     """Any stored document, in the exact canonical form its digest covers."""
     if not is_digest(digest):
@@ -225,7 +294,7 @@ def document_json(request: HttpRequest, digest: str) -> HttpResponse:
 
 @require_GET
 @vary_on_headers("HX-Request")
-@cached_page
+@cached_page(params=("page", "run"), scopes=lambda key: [f"group:{key}"])
 def group_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
     context = _group_context(request, get_group_or_404(key))
     template = "runs/group_detail.html#leaderboard" if request.htmx else "runs/group_detail.html"
@@ -233,7 +302,7 @@ def group_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
 
 
 @require_GET
-@cached_page
+@cached_page(params=("page", "run"), scopes=lambda key: [f"group:{key}"])
 def group_json(request: HttpRequest, key: str) -> JsonResponse:
     context = _group_context(request, get_group_or_404(key))
     group: ComparisonGroup = context["group"]
@@ -324,13 +393,13 @@ def _score_chart(board: Any, highlight: Run | None) -> StripChart | None:
 
 
 @require_GET
-@cached_page
+@cached_page(scopes=lambda source, name: [f"definition:{source}/{name}"])
 def definition_detail(request: HttpRequest, source: str, name: str) -> HttpResponse:
     return render(request, "runs/definition_detail.html", _definition_context(get_definition_or_404(source, name)))
 
 
 @require_GET
-@cached_page
+@cached_page(scopes=lambda source, name: [f"definition:{source}/{name}"])
 def definition_json(request: HttpRequest, source: str, name: str) -> JsonResponse:
     context = _definition_context(get_definition_or_404(source, name))
     definition: Definition = context["definition"]
@@ -405,13 +474,13 @@ def _source_or_404(key: str) -> SourceInfo:
 
 
 @require_GET
-@cached_page
+@cached_page(params=("page",), scopes=lambda key: [LISTS])
 def source_detail(request: HttpRequest, key: str) -> HttpResponse:
     return render(request, "runs/source_detail.html", _source_context(request, _source_or_404(key)))
 
 
 @require_GET
-@cached_page
+@cached_page(params=("page",), scopes=lambda key: [LISTS])
 def source_json(request: HttpRequest, key: str) -> JsonResponse:
     context = _source_context(request, _source_or_404(key))
     source: SourceInfo = context["source"]
@@ -453,13 +522,13 @@ def compare_form(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@cached_page
+@cached_page(scopes=lambda a, b: [LISTS, f"run:{a}", f"run:{b}"])
 def compare(request: HttpRequest, a: str, b: str) -> HttpResponse:
     return render(request, "runs/compare.html", _compare_context(get_run_or_404(a), get_run_or_404(b)))
 
 
 @require_GET
-@cached_page
+@cached_page(scopes=lambda a, b: [LISTS, f"run:{a}", f"run:{b}"])
 def compare_json(request: HttpRequest, a: str, b: str) -> JsonResponse:
     context = _compare_context(get_run_or_404(a), get_run_or_404(b))
     return JsonResponse(

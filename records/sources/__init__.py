@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from records.canonical import parse_json
 from records.errors import RecordError
 from records.sources import artifacts, flashinfer_bench, kernelbench, native, sol_execbench
-from records.sources.base import Adapter, read_json_file
+from records.sources.base import Adapter, iter_json_lines, read_json_file
 
 
 @dataclass(frozen=True)
@@ -160,13 +159,8 @@ def _sniff_record(record: Any, redigest: bool) -> Adapter | None:
 
 
 def _first_line(path: Path) -> Any:
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if raw.strip():
-                try:
-                    return parse_json(raw)
-                except ValueError as error:
-                    raise RecordError(path, number, None, f"not valid JSON: {error}") from None
+    for _, value in iter_json_lines(path):
+        return value
     raise RecordError(path, None, None, "the file is empty")
 
 

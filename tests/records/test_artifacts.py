@@ -70,8 +70,11 @@ def solution(**changes: Any) -> dict[str, Any]:
         "description": "vectorised",
         "spec": {"language": "python", "target_hardware": ["cpu"], "entry_point": "kernel.py::run"},
         "sources": [
-            {"path": "kernel.py", "content": "from helpers import scale\n\n\ndef run(x, eps, y):\n    scale(x, y)\n"},
-            {"path": "helpers.py", "content": "def scale(x, y):\n    y.copy_(x)\n"},
+            {
+                "path": "kernel.py",
+                "content": "from helpers import scale\n\n\ndef run(x, eps, y):\n    scale(x, eps, y)\n",
+            },
+            {"path": "helpers.py", "content": "def scale(x, eps, y):\n    y.copy_(x)\n"},
         ],
     }
     value.update(changes)

@@ -20,8 +20,9 @@ from tests.records.test_artifacts import (
 def test_a_definition_folder_imports_as_a_definition_and_its_workload_document(
     import_runs: ImportRuns, tmp_path: Path
 ) -> None:
-    cases = [case("c1", 2), case("c2", 8)]
-    folder = write_definition_folder(tmp_path / "rms", definition(reference=None), cases, REFERENCE)
+    folder = write_definition_folder(
+        tmp_path / "rms", definition(reference=None), [case("c1", 2), case("c2", 8)], REFERENCE
+    )
     output = import_runs(folder, verbosity=2)
     assert "1 definition new or changed; 1 document new" in output
     row = Definition.objects.get(source="kernelindex", name="rms_norm_h64")

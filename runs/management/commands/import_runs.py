@@ -37,6 +37,7 @@ class Command(BaseCommand):
         try:
             units = discover(options["paths"], source=options["source"], redigest=options["redigest"])
         except RecordError as error:
+            record_failure(None, error, options["source"] or "")
             raise CommandError(str(error)) from None
         if not units:
             raise CommandError("no JSON or JSONL files found under the given paths")
