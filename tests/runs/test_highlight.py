@@ -7,7 +7,7 @@ import re
 
 from runs.highlight import highlight, language_of
 
-PYTHON = '''import torch
+PYTHON = """import torch
 
 
 @torch.jit.script
@@ -15,7 +15,7 @@ def run(x, eps: float = 1e-6):
     # the mean square, per row
     s = "a <b> & 'c'"
     return x * torch.rsqrt(x.pow(2).mean(-1) + eps)
-'''
+"""
 CUDA = """#include <cuda.h>
 // one thread per element
 __global__ void scale(float* x, int n) { /* in place */ if (threadIdx.x < n) x[threadIdx.x] *= 2.0f; }
