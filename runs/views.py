@@ -16,7 +16,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
 from records.canonical import is_digest
@@ -106,7 +106,7 @@ def run_summary(run: Run, position: int | None = None) -> dict[str, Any]:
 # -- health check ----------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @never_cache
 def healthz(request: HttpRequest) -> HttpResponse:
     """For a load balancer: the app answers. It touches neither the database nor the cache, so a slow
@@ -117,7 +117,7 @@ def healthz(request: HttpRequest) -> HttpResponse:
 # -- home ----------------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @vary_on_headers("HX-Request")
 @cached_page(params=SEARCH_PARAMS, scopes=lambda: [LISTS])
 def home(request: HtmxHttpRequest) -> HttpResponse:
@@ -127,7 +127,7 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, template, {"form": form, "page": page}, status=status)
 
 
-@require_GET
+@require_safe
 @cached_page(params=SEARCH_PARAMS, scopes=lambda: [LISTS])
 def home_json(request: HttpRequest) -> JsonResponse:
     form, page = _search(request)
@@ -155,7 +155,7 @@ def _search(request: HttpRequest) -> tuple[RunSearchForm, Page[Any]]:
 # -- the run page ------------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @cached_page(scopes=lambda run_id: [f"run:{run_id}"])
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
@@ -182,7 +182,7 @@ def _reruns_context(request: HttpRequest, run: Run, environment: dict[str, Any] 
     }
 
 
-@require_GET
+@require_safe
 @never_cache
 def run_reruns(request: HttpRequest, run_id: str) -> HttpResponse:
     """The reruns section alone, which the run page polls while a rerun is queued or running."""
@@ -262,7 +262,7 @@ def _citation(request: HttpRequest, run: Run, author: str) -> Citation:
     )
 
 
-@require_GET
+@require_safe
 @cached_page(scopes=lambda run_id: [f"run:{run_id}"])
 def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
     """The run's canonical manifest, each document byte for byte the form its digest is computed on,
@@ -280,7 +280,7 @@ def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
     return response
 
 
-@require_GET
+@require_safe
 @cached_page()
 def document_json(request: HttpRequest, digest: str) -> HttpResponse:
     """Any stored document, in the exact canonical form its digest covers."""
@@ -292,7 +292,7 @@ def document_json(request: HttpRequest, digest: str) -> HttpResponse:
 # -- comparison groups -------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @vary_on_headers("HX-Request")
 @cached_page(params=("page", "run"), scopes=lambda key: [f"group:{key}"])
 def group_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
@@ -301,7 +301,7 @@ def group_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
     return TemplateResponse(request, template, context)
 
 
-@require_GET
+@require_safe
 @cached_page(params=("page", "run"), scopes=lambda key: [f"group:{key}"])
 def group_json(request: HttpRequest, key: str) -> JsonResponse:
     context = _group_context(request, get_group_or_404(key))
@@ -392,13 +392,13 @@ def _score_chart(board: Any, highlight: Run | None) -> StripChart | None:
 # -- definitions and sources -------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @cached_page(scopes=lambda source, name: [f"definition:{source}/{name}"])
 def definition_detail(request: HttpRequest, source: str, name: str) -> HttpResponse:
     return render(request, "runs/definition_detail.html", _definition_context(get_definition_or_404(source, name)))
 
 
-@require_GET
+@require_safe
 @cached_page(scopes=lambda source, name: [f"definition:{source}/{name}"])
 def definition_json(request: HttpRequest, source: str, name: str) -> JsonResponse:
     context = _definition_context(get_definition_or_404(source, name))
@@ -473,13 +473,13 @@ def _source_or_404(key: str) -> SourceInfo:
     return SOURCES[key]
 
 
-@require_GET
+@require_safe
 @cached_page(params=("page",), scopes=lambda key: [LISTS])
 def source_detail(request: HttpRequest, key: str) -> HttpResponse:
     return render(request, "runs/source_detail.html", _source_context(request, _source_or_404(key)))
 
 
-@require_GET
+@require_safe
 @cached_page(params=("page",), scopes=lambda key: [LISTS])
 def source_json(request: HttpRequest, key: str) -> JsonResponse:
     context = _source_context(request, _source_or_404(key))
@@ -512,7 +512,7 @@ def _source_context(request: HttpRequest, source: SourceInfo) -> dict[str, Any]:
 # -- compare -----------------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 def compare_form(request: HttpRequest) -> HttpResponse:
     """`/compare?a=…&b=…` (a form without JavaScript) lands on the compare page."""
     form = CompareForm(request.GET or None)
@@ -521,13 +521,13 @@ def compare_form(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/compare_form.html", {"form": form}, status=400 if form.is_bound else 200)
 
 
-@require_GET
+@require_safe
 @cached_page(scopes=lambda a, b: [LISTS, f"run:{a}", f"run:{b}"])
 def compare(request: HttpRequest, a: str, b: str) -> HttpResponse:
     return render(request, "runs/compare.html", _compare_context(get_run_or_404(a), get_run_or_404(b)))
 
 
-@require_GET
+@require_safe
 @cached_page(scopes=lambda a, b: [LISTS, f"run:{a}", f"run:{b}"])
 def compare_json(request: HttpRequest, a: str, b: str) -> JsonResponse:
     context = _compare_context(get_run_or_404(a), get_run_or_404(b))
