@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from records.errors import RecordError
 from records.identity import definition_title
+from records.limits import MAX_STRING_CHARS
 from records.manifest import Sealed
 from records.schema import make_document, slugify_name
 from records.sources.base import (
@@ -194,8 +195,9 @@ def read_definition_folder(path: Path, progress: Progress = None) -> tuple[Seale
     document = read_json_file(definition_path)
     definition = validate_record(DefinitionFile, document, definition_path, None)
     _check_shapes(definition, definition_path)
-    if not definition.reference and (path / REFERENCE_FILE).is_file():
-        document = {**document, "reference": _read_text(path / REFERENCE_FILE)}
+    reference = read_reference(path, document)
+    if reference is not None and reference != definition.reference:
+        document = {**document, "reference": reference}
     cases = list(_read_cases(path / WORKLOAD_FILE, definition, progress))
     workload = runnable_workload(SOURCE, definition.name, document, [raw for raw, _ in cases], path)
     item = DefinitionItem(
@@ -251,11 +253,27 @@ def _check_shapes(definition: DefinitionFile, path: Path) -> None:
                     )
 
 
+def read_reference(folder: Path, document: dict[str, Any]) -> str | None:
+    """The definition's reference: its own field, else reference.py beside it; None when neither holds code."""
+    inline = document.get("reference")
+    if isinstance(inline, str) and inline.strip():
+        return inline
+    beside = folder / REFERENCE_FILE
+    return _read_text(beside) if beside.is_file() else None
+
+
 def _read_text(path: Path) -> str:
+    if path.stat().st_size > MAX_STRING_CHARS * 4:
+        raise RecordError(path, None, None, f"larger than the {MAX_STRING_CHARS}-character limit of one string")
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise RecordError(path, None, None, "not UTF-8 text") from None
+    if len(text) > MAX_STRING_CHARS:
+        raise RecordError(path, None, None, f"longer than the {MAX_STRING_CHARS}-character limit of one string")
+    if "\0" in text:
+        raise RecordError(path, None, None, "holds a NUL character")
+    return text
 
 
 def _read_cases(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -300,3 +301,38 @@ def test_a_name_that_is_no_valid_document_name_is_slugged(tmp_path: Path) -> Non
     assert implementation.name == "rms-norm-fast"
     assert implementation.value["metadata"]["title"] == "RMS norm (fast)"
     assert implementation.value["spec"]["name"] == "RMS norm (fast)"
+
+
+# -- SOL-ExecBench problem folders ----------------------------------------------------
+
+
+def test_a_sol_execbench_problem_with_its_reference_is_runnable_too(tmp_path: Path) -> None:
+    from records.sources.sol_execbench import ProblemAdapter
+    from tests.conftest import SAMPLE_DATA
+
+    folder = tmp_path / "8"
+    shutil.copytree(SAMPLE_DATA / "sol-execbench" / "problems" / "8", folder)
+    (without,) = ProblemAdapter().read(folder)
+    assert isinstance(without, DefinitionItem) and without.workload_digest == ""
+
+    (folder / "reference.py").write_text(REFERENCE)
+    document, item = ProblemAdapter().read(folder)
+    assert isinstance(document, DocumentItem) and isinstance(item, DefinitionItem)
+    spec = document.sealed.value["spec"]
+    assert spec["definition"]["source"] == "sol-execbench"
+    assert spec["definition"]["name"] == item.name
+    assert spec["definition"]["document"] == {
+        **json.loads((folder / "definition.json").read_text()),
+        "reference": REFERENCE,
+    }
+    assert spec["cases"] == [json.loads(line) for line in (folder / "workload.jsonl").read_text().splitlines()]
+    assert item.workload_digest == document.sealed.digest
+    assert item.cases == without.cases
+
+
+def test_a_reference_py_with_a_nul_is_refused(tmp_path: Path) -> None:
+    folder = write_definition_folder(tmp_path / "rms", definition(reference=None), [case("c1", 2)], "def run(x):\0\n")
+    with pytest.raises(RecordError) as raised:
+        read_definition_folder(folder)
+    assert raised.value.path == str(folder / "reference.py")
+    assert "NUL" in raised.value.message
