@@ -107,6 +107,17 @@ def browser() -> Iterator[Any]:
     connections.close_all()
 
 
+@pytest.fixture
+def run(import_runs: ImportRuns, sample: Path) -> Any:
+    """A real imported run: the fastest passed SOL-ExecBench submission of the sample (a runs.models.Run)."""
+    from runs.models import Run
+
+    import_runs(sample / "sol-execbench" / "submissions.jsonl")
+    found = Run.objects.filter(status="passed").select_related("group").order_by("latency_ns").first()
+    assert found is not None
+    return found
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """In CI a skipped test is a failure: everything must run against the real services."""
     if os.environ.get("CI") != "true":

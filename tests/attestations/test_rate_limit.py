@@ -8,7 +8,8 @@ from django.test import Client, RequestFactory
 from attestations import ratelimit
 from attestations.models import Attestation, IssueReport
 from runs.models import Run
-from tests.attestations.conftest import HTMX, note_data, report_data, text_of
+from tests.attestations.form_data import note_data, report_data
+from tests.pages import HTMX, visible_text
 
 TOO_MANY = "Too many submissions from your network; please try again in"
 
@@ -16,7 +17,7 @@ TOO_MANY = "Too many submissions from your network; please try again in"
 def post_notes(client: Client, run: Run, times: int, **extra: str) -> None:
     for _ in range(times):
         response = client.post(f"/runs/{run.run_id}/notes", note_data(), headers=HTMX, **extra)
-        assert TOO_MANY not in text_of(response.content)
+        assert TOO_MANY not in visible_text(response.content)
 
 
 def test_the_sixth_note_is_refused_with_a_form_error(client: Client, run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -26,12 +27,12 @@ def test_the_sixth_note_is_refused_with_a_form_error(client: Client, run: Run, m
 
     with_htmx = client.post(f"/runs/{run.run_id}/notes", note_data(), headers=HTMX)
     assert with_htmx.status_code == 200
-    assert f"{TOO_MANY} 10 min." in text_of(with_htmx.content)
+    assert f"{TOO_MANY} 10 min." in visible_text(with_htmx.content)
     assert with_htmx["Retry-After"] == str(ratelimit.WINDOW_SECONDS - 10)
 
     without_js = client.post(f"/runs/{run.run_id}/notes", note_data())
     assert without_js.status_code == 429
-    assert TOO_MANY in text_of(without_js.content)
+    assert TOO_MANY in visible_text(without_js.content)
     assert Attestation.objects.count() == ratelimit.SUBMISSIONS_PER_WINDOW
 
 
@@ -66,7 +67,7 @@ def test_the_allowance_returns_when_the_window_turns(client: Client, run: Run, m
     response = client.post(f"/runs/{run.run_id}/notes", note_data())
     assert response.status_code == 429
     assert response["Retry-After"] == "30"
-    assert f"{TOO_MANY} 1 min." in text_of(response.content)
+    assert f"{TOO_MANY} 1 min." in visible_text(response.content)
     now += 31
     post_notes(client, run, 1)
     assert Attestation.objects.count() == ratelimit.SUBMISSIONS_PER_WINDOW + 1

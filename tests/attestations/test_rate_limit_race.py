@@ -20,7 +20,7 @@ import pytest
 from attestations import ratelimit
 from attestations.models import Attestation
 from runs.models import Run
-from tests.attestations.conftest import note_data
+from tests.attestations.form_data import note_data
 
 RACERS = 20
 

@@ -16,11 +16,9 @@ import pytest
 from django.contrib.auth.models import AnonymousUser, User
 from django.contrib.messages.storage.cookie import CookieStorage
 from django.core.cache import cache as django_cache
-from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.template import RequestContext, Template
 from django.test import Client, RequestFactory
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from attestations.models import Attestation
@@ -29,19 +27,10 @@ from runs.models import Run
 from runs.selectors import run_documents, run_manifest_text
 from runs.services import restore_run, withdraw_run
 from tests.conftest import ImportRuns
-from tests.pages import sol_records, visible_text, write_jsonl
+from tests.pages import HTMX, queries_for, sol_records, visible_text, write_jsonl
 
-HTMX = {"HX-Request": "true"}
 NOTE_THANKS = "Thanks — your note will appear once a moderator approves it."
 TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
-
-
-@pytest.fixture
-def run(import_runs: ImportRuns, sample: Path) -> Run:
-    import_runs(sample / "sol-execbench" / "submissions.jsonl")
-    found = Run.objects.filter(status="passed").select_related("group").order_by("latency_ns").first()
-    assert found is not None
-    return found
 
 
 def page_text(client: Client, url: str) -> str:
@@ -53,12 +42,6 @@ def page_text(client: Client, url: str) -> str:
 def tokens(html: bytes) -> list[str]:
     """Every CSRF token on a page: each form's hidden field (htmx posts it with the form)."""
     return TOKEN.findall(html.decode())
-
-
-def queries(client: Client, url: str) -> int:
-    with CaptureQueriesContext(connection) as captured:
-        assert client.get(url).status_code == 200
-    return len(captured)
 
 
 # -- served from the cache -----------------------------------------------------------
@@ -82,8 +65,8 @@ def test_a_page_seen_before_is_served_without_a_query(client: Client, run: Run) 
         f"/documents/{run.digest}.json",
     ]
     for url in urls:
-        assert queries(client, url) > 0, url
-        assert queries(Client(), url) == 0, url
+        assert queries_for(client, url) > 0, url
+        assert queries_for(Client(), url) == 0, url
 
 
 def test_the_json_twin_from_the_cache_is_the_canonical_manifest_byte_for_byte(client: Client, run: Run) -> None:
@@ -169,7 +152,7 @@ def test_a_withdrawal_retires_cached_pages_only_once_it_commits(client: Client, 
     page = run.get_absolute_url()
     page_text(client, page)
     withdraw_run(run, "Not committed yet.")  # the test's transaction never commits
-    assert queries(client, page) == 0
+    assert queries_for(client, page) == 0
 
 
 def test_an_imported_run_shows_at_once(
@@ -203,7 +186,7 @@ def test_a_new_release_never_serves_pages_the_last_one_rendered(
 ) -> None:
     page_text(client, run.get_absolute_url())
     monkeypatch.setattr(cache, "code_version", lambda: "the next release")
-    assert queries(client, run.get_absolute_url()) > 0
+    assert queries_for(client, run.get_absolute_url()) > 0
 
 
 # -- never shared ------------------------------------------------------------------
@@ -279,13 +262,13 @@ def test_the_thanks_after_a_post_without_javascript_shows_to_its_sender_alone(ru
 def test_a_signed_in_moderator_gets_a_page_of_their_own(admin_user: User, run: Run) -> None:
     moderator, visitor = Client(), Client()
     moderator.force_login(admin_user)
-    assert queries(moderator, run.get_absolute_url()) > 0
-    assert queries(visitor, run.get_absolute_url()) > 0  # what the moderator got was not kept for others
-    assert queries(visitor, run.get_absolute_url()) == 0
-    assert queries(moderator, run.get_absolute_url()) > 0  # nor are they served what others got
+    assert queries_for(moderator, run.get_absolute_url()) > 0
+    assert queries_for(visitor, run.get_absolute_url()) > 0  # what the moderator got was not kept for others
+    assert queries_for(visitor, run.get_absolute_url()) == 0
+    assert queries_for(moderator, run.get_absolute_url()) > 0  # nor are they served what others got
 
 
 def test_pages_are_rendered_every_time_when_the_cache_is_off(client: Client, run: Run, settings: Any) -> None:
     settings.PAGE_CACHE_SECONDS = 0
-    assert queries(client, run.get_absolute_url()) > 0
-    assert queries(client, run.get_absolute_url()) > 0
+    assert queries_for(client, run.get_absolute_url()) > 0
+    assert queries_for(client, run.get_absolute_url()) > 0

@@ -14,8 +14,7 @@ from django.test import Client
 
 from runs.models import Run
 from tests.conftest import SAMPLE_DATA, ImportRuns
-
-HTMX = {"HX-Request": "true"}
+from tests.pages import HTMX
 
 
 class InlineCode(HTMLParser):
