@@ -106,6 +106,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: a request no view can serve (a NUL, a non-UTF-8 form) gets its 400 before anything reads it.
     "web.middleware.RejectMalformedRequestsMiddleware",
+    # Outside CommonMiddleware, which sets Content-Length from the body this one then drops.
+    "web.middleware.HeadWithoutBodyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "web.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
