@@ -32,7 +32,7 @@ def test_head_on_the_admin_login(every_url: list[str], admin_user: User) -> None
     assert response.status_code == 200 and response.content == b""
 
 
-def test_the_wsgi_app_sends_no_body_for_head() -> None:
+def test_the_wsgi_app_sends_no_body_for_head(db: None) -> None:
     """Through the WSGI handler itself, as gunicorn calls it (the test client drops HEAD bodies on its own)."""
     started: list[tuple[str, list[tuple[str, str]]]] = []
     environ = RequestFactory().head("/healthz").environ | {"wsgi.input": io.BytesIO(b"")}
