@@ -135,6 +135,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: a request no view can serve (a NUL, a non-UTF-8 form) gets its 400 before anything reads it.
     "web.middleware.RejectMalformedRequestsMiddleware",
+    # Outside CommonMiddleware, which sets Content-Length from the body this one then drops.
+    "web.middleware.HeadWithoutBodyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "web.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -242,7 +244,8 @@ CONTENT_SECURITY_POLICY = "; ".join(
     ]
 )
 
-# Celery: the database row is the source of truth; the broker only carries ids.
+# Celery: the app and its worker are configured, though no task is defined yet. REDIS_URL doubles as the
+# broker unless CELERY_BROKER_URL names another; without either, a folder in var/ is the broker.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = (
     {

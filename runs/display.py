@@ -1,8 +1,7 @@
 """Sentences and rows a run page shows, read from the run's documents.
 
-Each function takes plain document values (dicts) so the wording can be
-tested without a database, and the page, the compare view and the JSON twins
-say the same thing.
+Each function takes plain document values (dicts) and needs no database, so
+the page, the compare view and the JSON twins say the same thing.
 """
 
 from __future__ import annotations

@@ -11,9 +11,10 @@ from typing import Any
 from django.db.models import F, QuerySet
 from django.http import Http404
 
-from records.canonical import parse_json
+from records.canonical import is_digest, parse_json
 from records.manifest import manifest_text
 from records.schema import REFERENCE_FIELDS
+from records.sources import SOURCES, SourceInfo
 from runs.models import (
     ComparisonGroup,
     Definition,
@@ -56,10 +57,18 @@ def get_definition_or_404(source: str, name: str) -> Definition:
 
 
 def get_document_or_404(digest: str) -> Document:
+    if not is_digest(digest):
+        raise Http404("Not a document digest")
     try:
         return Document.objects.get(digest=digest)
     except Document.DoesNotExist:
         raise Http404(f"No document {digest!r}") from None
+
+
+def get_source_or_404(key: str) -> SourceInfo:
+    if key not in SOURCES:
+        raise Http404(f"No source {key!r}")
+    return SOURCES[key]
 
 
 # -- documents and manifests --------------------------------------------------

@@ -10,7 +10,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Min
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -19,9 +19,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
-from records.canonical import is_digest
 from records.rerun import EVIDENCE_RULE
-from records.sources import SOURCES, SourceInfo
+from records.sources import SourceInfo
 from records.sources.hardware import hardware_class, hardware_class_of
 from runs import display
 from runs.charts import Mark, StripChart, latency_chart, score_chart
@@ -39,6 +38,7 @@ from runs.selectors import (
     get_document_or_404,
     get_group_or_404,
     get_run_or_404,
+    get_source_or_404,
     leaderboard,
     references_for,
     rerun_rows,
@@ -284,8 +284,6 @@ def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
 @cached_page()
 def document_json(request: HttpRequest, digest: str) -> HttpResponse:
     """Any stored document, in the exact canonical form its digest covers."""
-    if not is_digest(digest):
-        raise Http404("Not a document digest")
     return HttpResponse(get_document_or_404(digest).canonical, content_type=JSON_CONTENT_TYPE)
 
 
@@ -467,22 +465,16 @@ def _definition_context(definition: Definition) -> dict[str, Any]:
     }
 
 
-def _source_or_404(key: str) -> SourceInfo:
-    if key not in SOURCES:
-        raise Http404(f"No source {key!r}")
-    return SOURCES[key]
-
-
 @require_safe
 @cached_page(params=("page",), scopes=lambda key: [LISTS])
 def source_detail(request: HttpRequest, key: str) -> HttpResponse:
-    return render(request, "runs/source_detail.html", _source_context(request, _source_or_404(key)))
+    return render(request, "runs/source_detail.html", _source_context(request, get_source_or_404(key)))
 
 
 @require_safe
 @cached_page(params=("page",), scopes=lambda key: [LISTS])
 def source_json(request: HttpRequest, key: str) -> JsonResponse:
-    context = _source_context(request, _source_or_404(key))
+    context = _source_context(request, get_source_or_404(key))
     source: SourceInfo = context["source"]
     return JsonResponse(
         {

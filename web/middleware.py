@@ -82,3 +82,21 @@ class ContentSecurityPolicyMiddleware:
         if self.policy:
             response.headers.setdefault("Content-Security-Policy", self.policy)
         return response
+
+
+class HeadWithoutBodyMiddleware:
+    """A HEAD request gets what GET would, status and headers (Content-Length included), without the body.
+
+    WSGI servers drop the body of a HEAD response themselves, but gunicorn logs a line
+    each time it has to, and a load balancer may ask every few seconds.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if request.method == "HEAD" and not response.streaming:
+            response.headers.setdefault("Content-Length", str(len(response.content)))
+            response.content = b""
+        return response

@@ -198,6 +198,8 @@ def app_env(database_url: str, options: argparse.Namespace) -> dict[str, str]:
         "DEBUG": "false",
         "SECRET_KEY": "kernelindex-pages-benchmark",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        # wrk speaks plain HTTP on loopback, where production would sit behind TLS.
+        "SECURE_SSL_REDIRECT": "false",
         "LOG_LEVEL": "WARNING",
         **({"PAGE_CACHE_SECONDS": "0"} if options.no_page_cache else {}),
     }

@@ -14,7 +14,7 @@ from django.utils import timezone
 from attestations.models import Attestation, IssueReport
 from runs.models import Run
 from runs.services import withdraw_run
-from tests.attestations.conftest import text_of
+from tests.pages import visible_text
 
 NOTES = "/admin/attestations/attestation/"
 REPORTS = "/admin/attestations/issuereport/"
@@ -132,7 +132,7 @@ def test_a_runs_change_page_shows_its_whole_moderation_history(moderator: Client
     assert moderator.post(f"{RUNS}{run.pk}/change/", {"withdrawn_reason": "Submitted twice."}).status_code == 302
     assert moderator.post(f"{RUNS}{run.pk}/change/", {"withdrawn_reason": ""}).status_code == 302
 
-    page = text_of(moderator.get(f"{RUNS}{run.pk}/change/").content)
+    page = visible_text(moderator.get(f"{RUNS}{run.pk}/change/").content)
     history = page.split("Moderation history", 1)[1]
     acts = [
         "Restored (edit form).",

@@ -17,11 +17,9 @@ import pytest
 from django.contrib.auth.models import AnonymousUser, User
 from django.contrib.messages.storage.cookie import CookieStorage
 from django.core.cache import cache as django_cache
-from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.template import RequestContext, Template
 from django.test import Client, RequestFactory
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from attestations.models import Attestation
@@ -31,20 +29,11 @@ from runs.models import Run
 from runs.selectors import run_documents, run_manifest_text
 from runs.services import restore_run, withdraw_run
 from tests.conftest import ImportRuns
-from tests.pages import sol_records, visible_text, write_jsonl
+from tests.pages import HTMX, queries_for, sol_records, visible_text, write_jsonl
 from web import cache
 
-HTMX = {"HX-Request": "true"}
 NOTE_THANKS = "Thanks — your note will appear once a moderator approves it."
 TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
-
-
-@pytest.fixture
-def run(import_runs: ImportRuns, sample: Path) -> Run:
-    import_runs(sample / "sol-execbench" / "submissions.jsonl")
-    found = Run.objects.filter(status="passed").select_related("group").order_by("latency_ns").first()
-    assert found is not None
-    return found
 
 
 def page_text(client: Client, url: str) -> str:
@@ -56,12 +45,6 @@ def page_text(client: Client, url: str) -> str:
 def tokens(html: bytes) -> list[str]:
     """Every CSRF token on a page: each form's hidden field (htmx posts it with the form)."""
     return TOKEN.findall(html.decode())
-
-
-def queries(client: Client, url: str) -> int:
-    with CaptureQueriesContext(connection) as captured:
-        assert client.get(url).status_code == 200
-    return len(captured)
 
 
 # -- served from the cache -----------------------------------------------------------
@@ -85,8 +68,8 @@ def test_a_page_seen_before_is_served_without_a_query(client: Client, run: Run) 
         f"/documents/{run.digest}.json",
     ]
     for url in urls:
-        assert queries(client, url) > 0, url
-        assert queries(Client(), url) == 0, url
+        assert queries_for(client, url) > 0, url
+        assert queries_for(Client(), url) == 0, url
 
 
 def test_the_json_twin_from_the_cache_is_the_canonical_manifest_byte_for_byte(client: Client, run: Run) -> None:
@@ -176,7 +159,7 @@ def test_a_withdrawal_retires_cached_pages_only_once_it_commits(client: Client, 
     page = run.get_absolute_url()
     page_text(client, page)
     withdraw_run(run, "Not committed yet.")  # the test's transaction never commits
-    assert queries(client, page) == 0
+    assert queries_for(client, page) == 0
 
 
 def test_an_imported_run_shows_at_once(
@@ -210,7 +193,7 @@ def test_a_new_release_never_serves_pages_the_last_one_rendered(
 ) -> None:
     page_text(client, run.get_absolute_url())
     monkeypatch.setattr(cache, "release_id", lambda: "the next release")
-    assert queries(client, run.get_absolute_url()) > 0
+    assert queries_for(client, run.get_absolute_url()) > 0
 
 
 # -- never shared ------------------------------------------------------------------
@@ -286,16 +269,16 @@ def test_the_thanks_after_a_post_without_javascript_shows_to_its_sender_alone(ru
 def test_a_signed_in_moderator_gets_a_page_of_their_own(admin_user: User, run: Run) -> None:
     moderator, visitor = Client(), Client()
     moderator.force_login(admin_user)
-    assert queries(moderator, run.get_absolute_url()) > 0
-    assert queries(visitor, run.get_absolute_url()) > 0  # what the moderator got was not kept for others
-    assert queries(visitor, run.get_absolute_url()) == 0
-    assert queries(moderator, run.get_absolute_url()) > 0  # nor are they served what others got
+    assert queries_for(moderator, run.get_absolute_url()) > 0
+    assert queries_for(visitor, run.get_absolute_url()) > 0  # what the moderator got was not kept for others
+    assert queries_for(visitor, run.get_absolute_url()) == 0
+    assert queries_for(moderator, run.get_absolute_url()) > 0  # nor are they served what others got
 
 
 def test_pages_are_rendered_every_time_when_the_cache_is_off(client: Client, run: Run, settings: Any) -> None:
     settings.PAGE_CACHE_SECONDS = 0
-    assert queries(client, run.get_absolute_url()) > 0
-    assert queries(client, run.get_absolute_url()) > 0
+    assert queries_for(client, run.get_absolute_url()) > 0
+    assert queries_for(client, run.get_absolute_url()) > 0
 
 
 # -- keyed on what the view reads ----------------------------------------------------
@@ -303,13 +286,13 @@ def test_pages_are_rendered_every_time_when_the_cache_is_off(client: Client, run
 
 def test_query_parameters_a_page_does_not_read_share_its_cached_entry(client: Client, run: Run) -> None:
     page = run.get_absolute_url()
-    assert queries(client, f"{page}?junk=1") > 0
+    assert queries_for(client, f"{page}?junk=1") > 0
     for n in range(2, 12):
-        assert queries(Client(), f"{page}?junk={n}") == 0
-    assert queries(Client(), page) == 0
-    assert queries(Client(), "/?q=softmax&utm_source=mail") > 0
-    assert queries(Client(), "/?q=softmax&utm_source=news") == 0
-    assert queries(Client(), "/?q=other") > 0  # a parameter the page does read makes a page of its own
+        assert queries_for(Client(), f"{page}?junk={n}") == 0
+    assert queries_for(Client(), page) == 0
+    assert queries_for(Client(), "/?q=softmax&utm_source=mail") > 0
+    assert queries_for(Client(), "/?q=softmax&utm_source=news") == 0
+    assert queries_for(Client(), "/?q=other") > 0  # a parameter the page does read makes a page of its own
 
 
 def test_parameters_a_page_does_not_read_never_show_on_it(
@@ -334,10 +317,10 @@ def test_retiring_a_run_renders_its_page_again_and_no_other(
 
     with django_capture_on_commit_callbacks(execute=True):
         cache.retire_pages_on_commit(f"run:{run.run_id}")
-    assert queries(client, run.get_absolute_url()) > 0
-    assert queries(client, other.get_absolute_url()) == 0
-    assert queries(client, "/") == 0
-    assert queries(client, run.get_absolute_url()) == 0  # and kept again
+    assert queries_for(client, run.get_absolute_url()) > 0
+    assert queries_for(client, other.get_absolute_url()) == 0
+    assert queries_for(client, "/") == 0
+    assert queries_for(client, run.get_absolute_url()) == 0  # and kept again
 
 
 def test_retiring_a_group_renders_its_leaderboard_and_its_runs_pages_again(
@@ -354,8 +337,8 @@ def test_retiring_a_group_renders_its_leaderboard_and_its_runs_pages_again(
     with django_capture_on_commit_callbacks(execute=True):
         cache.retire_pages_on_commit(f"group:{run.group.key}")
     for page in pages:
-        assert queries(client, page) > 0, page
-    assert queries(client, stranger.get_absolute_url()) == 0
+        assert queries_for(client, page) > 0, page
+    assert queries_for(client, stranger.get_absolute_url()) == 0
 
 
 def test_retiring_lists_renders_the_lists_again_and_not_run_pages(
@@ -366,14 +349,14 @@ def test_retiring_lists_renders_the_lists_again_and_not_run_pages(
     with django_capture_on_commit_callbacks(execute=True):
         cache.retire_pages_on_commit("lists")
     for page in ("/", "/index.json", "/sources/sol-execbench"):
-        assert queries(client, page) > 0, page
-    assert queries(client, run.get_absolute_url()) == 0
+        assert queries_for(client, page) > 0, page
+    assert queries_for(client, run.get_absolute_url()) == 0
 
 
 def test_a_scope_retired_before_its_transaction_commits_is_still_served(client: Client, run: Run) -> None:
     page_text(client, run.get_absolute_url())
     cache.retire_pages_on_commit(f"run:{run.run_id}")  # the test's transaction never commits
-    assert queries(client, run.get_absolute_url()) == 0
+    assert queries_for(client, run.get_absolute_url()) == 0
 
 
 # -- the release ---------------------------------------------------------------------
