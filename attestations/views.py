@@ -58,10 +58,10 @@ REPORT = PublicForm(
 
 
 @vary_on_headers("HX-Request")
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def add_note(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
-    if request.method == "GET":
+    if request.method != "POST":
         return _render(request, NOTES, run, NoteForm())
     if run.withdrawn_at is not None:
         # The template shows the tombstone notice instead of the form.
@@ -70,10 +70,10 @@ def add_note(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
 
 
 @vary_on_headers("HX-Request")
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def report_issue(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
-    if request.method == "GET":
+    if request.method != "POST":
         return _render(request, REPORT, run, ReportForm())
     return _submit(request, REPORT, run, ReportForm(request.POST))
 

@@ -44,6 +44,16 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name} must be an integer, not {value!r}") from None
 
 
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, not {value!r}") from None
+
+
 def env_secret(name: str) -> str:
     """A secret from NAME, or from the file named by NAME_FILE (Docker/K8s secrets)."""
     path = os.environ.get(f"{name}_FILE")
@@ -123,7 +133,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: a request no view can serve (a NUL, a non-UTF-8 form) gets its 400 before anything reads it.
+    "web.middleware.RejectMalformedRequestsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "web.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -161,6 +174,8 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Imports hold a write transaction per file; let readers wait instead of failing.
     DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+    # A test database in a file, not in memory, so that a Celery worker started by a test can open it.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
@@ -201,6 +216,31 @@ SESSION_COOKIE_SECURE = not DEBUG
 CSRF_COOKIE_SECURE = not DEBUG
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Production speaks HTTPS only: plain HTTP is redirected and browsers are told to remember it.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 365 * 24 * 3600)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+if not SECURE_HSTS_PRELOAD:
+    # Preloading is a promise about the whole domain made to browser vendors, not a server setting;
+    # `check --deploy` reminds of it on every run, so the reminder lives here and in the README.
+    SILENCED_SYSTEM_CHECKS = ["security.W021"]
+# A load balancer checks health over plain HTTP (SECURE_REDIRECT_EXEMPT matches the path without its "/").
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# No inline script or style anywhere (web/middleware.py sends it): htmx's own indicator style is off
+# (templates/base.html) and lives in static/css/site.css.
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
 
 # Celery: the database row is the source of truth; the broker only carries ids.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
@@ -222,6 +262,31 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
+# A request whose message cannot be sent stays queued in the database and the sweep sends it later:
+# fail fast instead of holding the moderator's request while the broker is down.
+CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT", 3.0)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+# Controlled reruns (runs/reruns.py). The evidence rule's tolerance: a rerun's median within this
+# fraction of the reported figure reproduces it.
+RERUN_TOLERANCE = env_float("RERUN_TOLERANCE", 0.10)
+# The harness's limits for one rerun: wall time for the whole evaluation, and memory.
+RERUN_TIMEOUT_SECONDS = env_int("RERUN_TIMEOUT_SECONDS", 600)
+RERUN_MEMORY_MB = env_int("RERUN_MEMORY_MB", 4096)
+# A running rerun's worker writes a heartbeat this often; one silent for RERUN_STALE_AFTER_SECONDS
+# is taken for lost and retried, up to RERUN_MAX_ATTEMPTS attempts, then failed.
+RERUN_HEARTBEAT_SECONDS = env_float("RERUN_HEARTBEAT_SECONDS", 10)
+RERUN_STALE_AFTER_SECONDS = env_float("RERUN_STALE_AFTER_SECONDS", 60)
+RERUN_MAX_ATTEMPTS = env_int("RERUN_MAX_ATTEMPTS", 3)
+# A request still queued this long after it was sent (or never sent: the broker was down) is sent again.
+RERUN_RESEND_AFTER_SECONDS = env_float("RERUN_RESEND_AFTER_SECONDS", 120)
+RERUN_SWEEP_SECONDS = env_float("RERUN_SWEEP_SECONDS", 30)
+# Development only: run solutions without the bubblewrap sandbox where it is not installed.
+RERUN_UNSANDBOXED = env_bool("RERUN_UNSANDBOXED", False)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-reruns": {"task": "runs.tasks.sweep_reruns", "schedule": RERUN_SWEEP_SECONDS},
+}
 
 RUNS_PER_PAGE = env_int("RUNS_PER_PAGE", 50)
 # How long a rendered public page stays in the cache (web/cache.py); 0 renders every request,

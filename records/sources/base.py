@@ -58,6 +58,8 @@ class DefinitionItem:
     outputs: dict[str, Any]
     cases: list[CaseItem]
     references: list[ReferenceItem]
+    # The digest of the definition's runnable Workload document, where the source gives its reference.
+    workload_digest: str = ""
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,15 @@ class SkippedItem:
     reason: str
 
 
-Item = RunItem | DefinitionItem | BoardItem | SkippedItem
+@dataclass(frozen=True)
+class DocumentItem:
+    """A document stored on its own (a definition's Workload, a solution's Implementation), by digest."""
+
+    line: int | None
+    sealed: Sealed
+
+
+Item = RunItem | DefinitionItem | BoardItem | DocumentItem | SkippedItem
 
 
 class Adapter(Protocol):

@@ -84,6 +84,8 @@ def summary(result: ImportResult) -> str:
         parts.append(f"{plural(result.definitions, 'definition')} new or changed")
     if result.boards:
         parts.append(f"{plural(result.boards, 'board snapshot')} new or changed")
+    if result.documents:
+        parts.append(f"{plural(result.documents, 'document')} new")
     parts.extend(f"skipped {reason}" for reason in result.skipped)
     return "; ".join(parts) or "nothing new"
 

@@ -1,0 +1,60 @@
+"""The KernelIndex benchmark harness: evaluate a solution against a definition's reference on a workload.
+
+It reads the public SOL-ExecBench / FlashInfer-Bench formats, runs the
+solution in a sandboxed child process, checks it as SOL-ExecBench does, and
+times the reference and the solution alike. It imports no Django, and the
+package itself imports nothing heavy: torch is imported by the child only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+HARNESS_NAME = "kernelindex-harness"
+HARNESS_VERSION = "0.1.0"
+
+if TYPE_CHECKING:
+    from harness.api import evaluate
+    from harness.errors import HarnessInputError
+    from harness.results import EvaluationResult
+    from harness.sandbox import SandboxUnavailableError
+
+
+def harness_digest() -> str:
+    """sha256 over the harness's own source files (path and content), sorted by path: 'sha256:<hex>'."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return "sha256:" + digest.hexdigest()
+
+
+_LAZY = {
+    "evaluate": "harness.api",
+    "EvaluationResult": "harness.results",
+    "HarnessInputError": "harness.errors",
+    "SandboxUnavailableError": "harness.sandbox",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The child imports this package too: it should not pay for pydantic to reach harness.child.
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'harness' has no attribute {name!r}")
+
+
+__all__ = [
+    "HARNESS_NAME",
+    "HARNESS_VERSION",
+    "EvaluationResult",
+    "HarnessInputError",
+    "SandboxUnavailableError",
+    "evaluate",
+    "harness_digest",
+]

@@ -1,0 +1,100 @@
+"""What the evaluation ran on: the host's part, read without importing torch.
+
+The child adds what only torch can tell (device name, compute capability, CUDA
+and library versions); this module reads the rest cheaply, so a worker can ask
+for its hardware class on start-up without paying for a torch import.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+from typing import Any
+
+from records.sources.hardware import CPU_CLASS, hardware_class_of, hardware_spec
+
+HARDWARE_CLASS_VARIABLE = "KERNELINDEX_HARDWARE_CLASS"
+_NVIDIA_SMI_TIMEOUT = 10.0
+_GPU_FIELDS = ("name", "driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem")
+
+
+def detect_hardware_class() -> str:
+    """This host's class ('nvidia-h100', 'cpu'): the override variable, else the first GPU's, else 'cpu'."""
+    override = os.environ.get(HARDWARE_CLASS_VARIABLE, "").strip()
+    if override:
+        return override
+    gpus = nvidia_gpus()
+    return hardware_class_of(gpus[0]["name"]) if gpus else CPU_CLASS
+
+
+def nvidia_gpus() -> list[dict[str, str]]:
+    """One row per GPU from nvidia-smi, with the fields it could read; [] without nvidia-smi or a driver."""
+    if shutil.which("nvidia-smi") is None:
+        return []
+    try:
+        completed = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={','.join(_GPU_FIELDS)}", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=_NVIDIA_SMI_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if completed.returncode != 0:
+        return []
+    rows = []
+    for line in completed.stdout.splitlines():
+        values = [value.strip() for value in line.split(",")]
+        if len(values) == len(_GPU_FIELDS) and values[0]:
+            rows.append({key: value for key, value in zip(_GPU_FIELDS, values, strict=True) if "N/A" not in value})
+    return rows
+
+
+def cpu_model() -> tuple[str, str]:
+    """(vendor, model) of this host's CPU: ('intel', 'Intel(R) Xeon(R) ...'); the vendor is '' when unknown."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    vendor_id = fields.get("vendor_id", "")
+    vendor = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(vendor_id, "")
+    if not vendor and (fields.get("CPU implementer") or platform.machine() in {"aarch64", "arm64"}):
+        vendor = "arm"
+    model = fields.get("model name") or fields.get("Model") or platform.processor() or platform.machine()
+    return vendor, model
+
+
+def host_environment(device: str) -> dict[str, Any]:
+    """The host's part of the environment block; the GPU's when the device is CUDA, else the CPU's."""
+    vendor, model = cpu_model()
+    environment: dict[str, Any] = {
+        "cpu": model,
+        "python": platform.python_version(),
+        "os": f"{platform.system()} {platform.release()}",
+        "machine": platform.machine(),
+    }
+    gpus = nvidia_gpus() if device.startswith("cuda") else []
+    if gpus:
+        gpu = gpus[_device_index(device)] if _device_index(device) < len(gpus) else gpus[0]
+        environment["driver"] = gpu.get("driver_version")
+        environment["clocks_mhz"] = {key: value for key, value in gpu.items() if key.startswith("clocks")}
+        hardware = hardware_spec(gpu["name"])
+    else:
+        hardware = {"vendor": vendor or "unknown", "product": model}
+    override = os.environ.get(HARDWARE_CLASS_VARIABLE, "").strip()
+    hardware["class"] = override or hardware_class_of(hardware["product"] if gpus else "cpu")
+    environment["hardware"] = hardware
+    environment["hardware_class"] = hardware["class"]
+    return environment
+
+
+def _device_index(device: str) -> int:
+    _, _, index = device.partition(":")
+    return int(index) if index.isdigit() else 0

@@ -1,0 +1,74 @@
+"""Latency statistics of one case, and of a suite of cases.
+
+The median is the primary statistic. Its 95 % interval is distribution-free:
+two order statistics of the sorted samples chosen from the binomial(n, 1/2)
+distribution, so it needs no assumption about the shape of the timings (which
+are skewed: a sample can only be slowed down, never sped up, by noise).
+
+A suite statistic is the geometric mean over the cases of the per-case
+statistic, as SOL-ExecBench aggregates latency over a definition's workloads;
+the suite's interval bounds are the geometric means of the per-case bounds,
+and its `n` is the total number of timed samples.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+
+from harness.results import Latency
+
+
+def latency_of(samples_ns: Sequence[float]) -> Latency:
+    ordered = sorted(samples_ns)
+    low, high = median_interval(ordered)
+    return Latency(
+        median_ns=statistics.median(ordered),
+        mean_ns=statistics.fmean(ordered),
+        min_ns=ordered[0],
+        max_ns=ordered[-1],
+        stdev_ns=statistics.stdev(ordered) if len(ordered) > 1 else 0.0,
+        ci95_ns=(low, high),
+        n=len(ordered),
+    )
+
+
+def median_interval(ordered: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """The widest-needed pair (x_(k), x_(n-k+1)) that covers the median with at least `confidence`."""
+    n = len(ordered)
+    tail = (1 - confidence) / 2
+    # k: the largest rank with P(Binomial(n, 1/2) < k) <= tail; below 6 samples no pair qualifies.
+    cumulative, k = 0.0, 0
+    for rank in range(n):
+        cumulative += math.comb(n, rank) / 2**n
+        if cumulative > tail:
+            break
+        k = rank + 1
+    if k == 0:
+        return ordered[0], ordered[-1]
+    return ordered[k - 1], ordered[n - k]
+
+
+def suite_latency(cases: Sequence[Latency]) -> Latency | None:
+    if not cases:
+        return None
+    return Latency(
+        median_ns=_geometric_mean([case.median_ns for case in cases]),
+        mean_ns=_geometric_mean([case.mean_ns for case in cases]),
+        min_ns=_geometric_mean([case.min_ns for case in cases]),
+        max_ns=_geometric_mean([case.max_ns for case in cases]),
+        stdev_ns=_geometric_mean([case.stdev_ns for case in cases]),
+        ci95_ns=(
+            _geometric_mean([case.ci95_ns[0] for case in cases]),
+            _geometric_mean([case.ci95_ns[1] for case in cases]),
+        ),
+        n=sum(case.n for case in cases),
+    )
+
+
+def _geometric_mean(values: Sequence[float]) -> float:
+    # A zero (a stdev of identical samples) makes the product zero, as it should, without log(0).
+    if any(value <= 0 for value in values):
+        return 0.0
+    return math.exp(math.fsum(math.log(value) for value in values) / len(values))
