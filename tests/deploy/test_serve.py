@@ -199,6 +199,13 @@ def test_head_answers_without_a_body(site: Site) -> None:
         assert answer.body == b""
 
 
+def test_pages_carry_the_content_security_policy(site: Site) -> None:
+    for path in ("/", "/healthz"):
+        policy = site.request("GET", path).headers["Content-Security-Policy"]
+        assert "default-src 'self'" in policy, path
+        assert "unsafe-inline" not in policy, path
+
+
 def test_static_files_come_from_nginx(site: Site) -> None:
     answer = site.request("GET", "/static/css/site.css")
     assert answer.status == 200
