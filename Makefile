@@ -42,8 +42,13 @@ run: setup
 	$(BIN)/celery -A kernelindex worker -B --loglevel=warning & \
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
-serve: setup
-	$(BIN)/gunicorn kernelindex.wsgi --bind $(HOST):$(PORT) --workers 2
+# Production: nginx on HOST:PORT takes the clients (slow ones too) and serves /static/, gunicorn sits behind it
+# on a unix socket (deploy/serve.py); Ctrl-C or SIGTERM stops both. It imports nothing: import_runs does.
+# VENV=path uses an environment as it is; only the default .venv is created and kept up to date here.
+serve: $(if $(filter .venv,$(VENV)),$(VENV)/.installed)
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	exec $(BIN)/python deploy/serve.py --host $(HOST) --port $(PORT)
 
 # A worker consumes the rerun queue of the hardware it detects (reruns.cpu, reruns.nvidia-h100, ...).
 worker: $(VENV)/.installed sandbox

@@ -61,6 +61,11 @@ ScopeStamp = tuple[tuple[str, int], ...]  # (scope, its generation) for each sco
 # stamp, scope stamp, content, headers.
 CachedPage = tuple[Stamp, ScopeStamp, bytes, dict[str, str]]
 SCOPES_ATTRIBUTE = "_page_scopes"
+# Scopes pages learned while rendering (a run page, its group), by page key, remembered by this process so
+# that the next hit fetches them with the page: one round trip instead of two. Only a hint: the scopes
+# stored with the page decide, and any missing from the first fetch are fetched after it.
+LEARNED_SCOPES_KEPT = 100_000
+_learned_scopes: dict[str, tuple[str, ...]] = {}
 
 
 # -- generations -------------------------------------------------------------------
@@ -228,12 +233,13 @@ def _served(
     request: HttpRequest, view: Callable[..., HttpResponse], args: Any, kwargs: Any, declared: list[str]
 ) -> HttpResponse:
     key = page_key(request)
-    # One round trip for the site generation, the page and the scopes known from the URL.
-    found = cache.get_many([GENERATION_KEY, key, *(scope_key(scope) for scope in declared)])
+    # One round trip for the site generation, the page and the scopes known from the URL or learned before.
+    fetched = [scope_key(scope) for scope in (*declared, *_learned_scopes.get(key, ()))]
+    found = cache.get_many([GENERATION_KEY, key, *fetched])
     stamp = current_stamp(found.get(GENERATION_KEY) or current_generation())
     page: CachedPage | None = found.get(key)
-    fetched = {scope_key(scope) for scope in declared}
-    if page is not None and page[0] == stamp and _scopes_current(page[1], found, fetched):
+    if page is not None and page[0] == stamp and _scopes_current(page[1], found, set(fetched)):
+        _learn(key, page[1], declared)
         return _response(page)
     setattr(request, SCOPES_ATTRIBUTE, scope_generations(declared, found))
     response = view(request, *args, **kwargs)
@@ -243,7 +249,16 @@ def _served(
         return response
     page = (stamp, getattr(request, SCOPES_ATTRIBUTE), response.content, dict(response.headers))
     cache.set(key, page, timeout=settings.PAGE_CACHE_SECONDS)
+    _learn(key, page[1], declared)
     return _response(page)
+
+
+def _learn(key: str, stamped: ScopeStamp, declared: list[str]) -> None:
+    learned = tuple(scope for scope, _ in stamped if scope not in declared)
+    if learned and _learned_scopes.get(key) != learned:
+        if len(_learned_scopes) >= LEARNED_SCOPES_KEPT:
+            _learned_scopes.clear()  # rarely: a crawl through more pages than are kept
+        _learned_scopes[key] = learned
 
 
 def _scopes_current(stamped: ScopeStamp, found: dict[str, Any], fetched: set[str]) -> bool:

@@ -17,6 +17,7 @@ import pytest
 from django.contrib.auth.models import AnonymousUser, User
 from django.contrib.messages.storage.cookie import CookieStorage
 from django.core.cache import cache as django_cache
+from django.core.cache import caches
 from django.http import HttpRequest, HttpResponse
 from django.template import RequestContext, Template
 from django.test import Client, RequestFactory
@@ -390,3 +391,30 @@ def test_the_release_defaults_to_the_checked_out_commit(tmp_path: Path) -> None:
     assert cache.git_commit(tmp_path / "serve") == commit[::-1]
 
     assert cache.git_commit(tmp_path / "nowhere") is None
+
+
+def test_a_process_that_never_rendered_a_page_still_sees_its_scopes_retired(
+    client: Client, run: Run, django_capture_on_commit_callbacks: Any
+) -> None:
+    page_text(client, run.get_absolute_url())
+    cache._learned_scopes.clear()  # as in another worker, which only finds the page in the cache
+    with django_capture_on_commit_callbacks(execute=True):
+        cache.retire_pages_on_commit(f"group:{run.group.key}")
+    assert queries(client, run.get_absolute_url()) > 0
+
+
+def test_a_run_page_seen_before_costs_one_cache_round_trip(
+    client: Client, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page_text(client, run.get_absolute_url())
+    calls: list[list[str]] = []
+    backend = caches["default"]  # the backend itself, behind the `cache` proxy web/cache.py uses
+    real_get_many = backend.get_many
+
+    def counted(keys: list[str], *args: Any, **kwargs: Any) -> dict[str, Any]:
+        calls.append(list(keys))
+        return real_get_many(keys, *args, **kwargs)
+
+    monkeypatch.setattr(backend, "get_many", counted)
+    assert queries(client, run.get_absolute_url()) == 0
+    assert len(calls) == 1
