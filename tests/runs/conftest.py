@@ -31,11 +31,15 @@ DEMO = ROOT / "demo"
 RERUN_WAIT_SECONDS = 180
 
 
-def use_broker(url: str) -> None:
-    """Point this process's Celery app at another broker (it keeps its producers per broker)."""
+def use_broker(url: str | None) -> None:
+    """Point this process's Celery app at another broker (None: back to the configured one).
+
+    Celery prefers a CELERY_BROKER_URL in the environment (as CI sets) to its `broker_url`
+    setting, but not to `broker_write_url`, which is what sending uses.
+    """
     from kernelindex.celery import app
 
-    app.conf.broker_url = url
+    app.conf.broker_write_url = url
     app._pool = None  # type: ignore[attr-defined]
     app.amqp._producer_pool = None
 
@@ -45,7 +49,7 @@ def memory_broker() -> Iterator[None]:
     """Kombu's in-memory transport: requests are really sent, and nothing outside this process sees them."""
     use_broker("memory://")
     yield
-    use_broker(settings.CELERY_BROKER_URL)
+    use_broker(None)
 
 
 @pytest.fixture
@@ -162,7 +166,7 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     server.start()
     use_broker(server.url(0))
     yield server
-    use_broker(settings.CELERY_BROKER_URL)
+    use_broker(None)
     server.stop()
 
 

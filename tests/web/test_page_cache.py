@@ -400,7 +400,7 @@ def test_a_process_that_never_rendered_a_page_still_sees_its_scopes_retired(
     cache._learned_scopes.clear()  # as in another worker, which only finds the page in the cache
     with django_capture_on_commit_callbacks(execute=True):
         cache.retire_pages_on_commit(f"group:{run.group.key}")
-    assert queries(client, run.get_absolute_url()) > 0
+    assert queries_for(client, run.get_absolute_url()) > 0
 
 
 def test_a_run_page_seen_before_costs_one_cache_round_trip(
@@ -416,5 +416,5 @@ def test_a_run_page_seen_before_costs_one_cache_round_trip(
         return real_get_many(keys, *args, **kwargs)
 
     monkeypatch.setattr(backend, "get_many", counted)
-    assert queries(client, run.get_absolute_url()) == 0
+    assert queries_for(client, run.get_absolute_url()) == 0
     assert len(calls) == 1
