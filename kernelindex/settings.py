@@ -245,8 +245,9 @@ CONTENT_SECURITY_POLICY = "; ".join(
     ]
 )
 
-# Celery: the app and its worker are configured, though no task is defined yet. REDIS_URL doubles as the
-# broker unless CELERY_BROKER_URL names another; without either, a folder in var/ is the broker.
+# Celery carries reruns (runs/tasks.py): the database row is the source of truth, the broker only carries
+# its id. REDIS_URL doubles as the broker unless CELERY_BROKER_URL names another; without either, a folder
+# in var/ is the broker.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = (
     {
