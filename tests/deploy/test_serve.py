@@ -28,8 +28,9 @@ from django.db import connection
 
 from attestations import ratelimit
 from runs.models import Run
-from tests.attestations.conftest import HTMX, note_data
+from tests.attestations.form_data import note_data
 from tests.conftest import ImportRuns
+from tests.pages import HTMX
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 START_TIMEOUT = 180.0

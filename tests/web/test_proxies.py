@@ -15,8 +15,9 @@ from django.test import Client, RequestFactory
 from attestations import ratelimit
 from attestations.models import Attestation
 from runs.models import Run
-from tests.attestations.conftest import HTMX, note_data
+from tests.attestations.form_data import note_data
 from tests.conftest import ImportRuns
+from tests.pages import HTMX
 from web.proxies import client_address
 
 ROOT = Path(__file__).resolve().parent.parent.parent
