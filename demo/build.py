@@ -10,12 +10,13 @@ definition folder and the solution.json produce (the same code reads them),
 so importing demo/ in any order stores each document once.
 
 The latencies are what the KernelIndex harness measured for each solution on
-the CPU this demo was made on (`python -m harness run ... --device cpu`,
-sandboxed, torch's default threads; 10 warm-up and 50 timed iterations per
-case, median per case, geometric mean over the cases for the suite). The
-machine was shared with other work, so each solution was evaluated five times
-and the evaluation with the lowest suite median is the one written here: on a
-busy machine a loop of small operations ran up to ten times slower. The
+the CPU this demo was made on, single-threaded (`OMP_NUM_THREADS=1 python -m
+harness run ... --device cpu`: sandboxed, 10 warm-up and 50 timed iterations
+per case, median per case, geometric mean over the cases for the suite); of
+three evaluations each, the one with the middle suite median. Single-threaded,
+three evaluations agree within a few per cent on a machine shared with other
+work; with torch's default two threads, a kernel whose operations run in
+parallel waited for the busy core and ran up to a hundred times slower. The
 harness times no solution that fails correctness, so softmax-exp2's figures
 come from the same loop run outside it. Two runs are reported wrongly on
 purpose, so that reruns have something to catch:
@@ -54,8 +55,8 @@ class Solution:
     description: str
     destination_passing_style: bool
     # Per-case medians in ns, in workload order, as the harness measured them; None: it failed correctness.
-    # Re-measure: python -m harness run --definition demo/definitions/D --workload demo/definitions/D/workload.jsonl
-    #             --solution demo/solutions/D/S/solution.json --device cpu
+    # Re-measure: OMP_NUM_THREADS=1 python -m harness run --definition demo/definitions/D
+    #   --workload demo/definitions/D/workload.jsonl --solution demo/solutions/D/S/solution.json --device cpu
     measured_ns: tuple[float, ...] | None
     reported: str = "as measured"  # or "too fast", or "passed though wrong"
 
@@ -71,7 +72,7 @@ SOLUTIONS = (
         "rmsnorm.py::rmsnorm",
         "Vectorised over the batch; writes into the preallocated output.",
         True,
-        (58_226, 180_834, 475_755),
+        (177_905, 452_974, 947_204),
     ),
     Solution(
         "rmsnorm_h2048",
@@ -79,7 +80,7 @@ SOLUTIONS = (
         "rmsnorm.py::rmsnorm",
         "A Python loop over the rows, returning a new tensor.",
         False,
-        (1_013_395, 2_178_424, 4_068_191),
+        (935_815, 1_953_906, 3_916_877),
         reported="too fast",
     ),
     Solution(
@@ -96,7 +97,7 @@ SOLUTIONS = (
         "softmax.py::softmax",
         "Max-subtracted exponent written into the output, normalised in place.",
         True,
-        (32_218, 75_434, 77_056),
+        (39_196, 153_430, 153_696),
     ),
     Solution(
         "softmax_h8",
@@ -104,7 +105,7 @@ SOLUTIONS = (
         "softmax.py::softmax",
         "One row at a time, returning a new tensor.",
         False,
-        (559_410, 1_255_976, 2_244_934),
+        (512_975, 1_174_182, 2_129_090),
     ),
     Solution(
         "softmax_h8",
@@ -112,7 +113,7 @@ SOLUTIONS = (
         "softmax.py::softmax",
         "exp2 without the log2(e) scaling: fast, and wrong.",
         True,
-        (35_700, 86_800, 87_300),
+        (45_000, 178_700, 171_800),
         reported="passed though wrong",
     ),
     Solution(
@@ -121,7 +122,7 @@ SOLUTIONS = (
         "mlp.py::swiglu_mlp",
         "Activation and gating in place; the down projection written into the output.",
         True,
-        (85_810, 192_674, 323_650),
+        (121_868, 313_122, 564_624),
     ),
     Solution(
         "swiglu_mlp_h256_i512",
@@ -129,7 +130,7 @@ SOLUTIONS = (
         "mlp.py::swiglu_mlp",
         "Three matrix-vector products per token, returning a new tensor.",
         False,
-        (338_104, 1_428_216, 2_929_670),
+        (524_178, 1_946_073, 4_043_563),
     ),
     Solution(
         "swiglu_mlp_h256_i512",
@@ -145,7 +146,7 @@ SOLUTIONS = (
         "gemm.py::gemm",
         "torch.mm into the preallocated output.",
         True,
-        (87_943, 165_450, 319_238),
+        (146_010, 315_912, 642_606),
     ),
     Solution(
         "gemm_n256_k512",
@@ -153,7 +154,7 @@ SOLUTIONS = (
         "gemm.py::gemm",
         "One vector-matrix product per row of A, returning a new tensor.",
         False,
-        (1_188_791, 2_428_636, 4_965_436),
+        (984_114, 2_034_579, 4_221_242),
     ),
     Solution(
         "gemm_n256_k512",
@@ -221,7 +222,8 @@ def environment() -> Sealed:
             "hardware": {"vendor": "intel", "product": "CPU", "class": "cpu", "model": "Intel(R) Xeon(R) Processor"},
             "software": {"libraries": {"torch": "2.13.0", "python": "3.11"}},
         },
-        title="Demo CPU host",
+        title="Demo CPU host, one thread",
+        labels={"cpu-threads": "1"},
     )
     return seal(document, "environment")
 

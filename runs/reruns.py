@@ -45,7 +45,19 @@ logger = logging.getLogger(__name__)
 SYSTEM_USERNAME = "kernelindex"
 LOG_TAIL_CHARS = 4000
 # What a harness process may see of the worker's environment: nothing of the app's settings or secrets.
-HARNESS_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "CUDA_VISIBLE_DEVICES", "KERNELINDEX_HARDWARE_CLASS")
+# The thread counts are the machine's timing setup: a CPU worker runs kernels on one thread (OMP_NUM_THREADS=1),
+# as the demo's figures were measured, since a parallel operation on a busy machine waits for every core it uses.
+HARNESS_ENVIRONMENT = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "HOME",
+    "TMPDIR",
+    "CUDA_VISIBLE_DEVICES",
+    "KERNELINDEX_HARDWARE_CLASS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+)
 
 
 class RerunRefusedError(Exception):
@@ -211,10 +223,15 @@ def _still_ours(request: RerunRequest, attempt: int) -> Q:
     return Q(pk=request.pk, state=RerunRequest.State.RUNNING, attempts=attempt)
 
 
+def harness_environment() -> dict[str, str]:
+    """The part of the worker's environment a harness process gets (HARNESS_ENVIRONMENT)."""
+    return {name: os.environ[name] for name in HARNESS_ENVIRONMENT if name in os.environ}
+
+
 def run_harness(request: RerunRequest, attempt: int, artifacts: Artifacts, folder: Path) -> HarnessOutcome | None:
     """Run `python -m harness run` on the artifacts; None if the claim was lost meanwhile."""
     command = harness_command(request, artifacts, folder)
-    environment = {name: os.environ[name] for name in HARNESS_ENVIRONMENT if name in os.environ}
+    environment = harness_environment()
     log_path = folder / "harness.log"
     started = time.monotonic()
     with log_path.open("wb") as log:
