@@ -24,7 +24,7 @@ from harness.failures import failure_text
 
 UNPRIVILEGED_ID = 65534
 # Address space beyond the memory limit for what the runtime maps without using (thread stacks, arenas).
-_ADDRESS_SPACE_SLACK_MB = 1024
+_ADDRESS_SPACE_SLACK_MB = 2048
 
 
 class Reporter:

@@ -273,7 +273,7 @@ def _handle_lines(pending: bytearray, outcome: Outcome) -> bytearray:
         except json.JSONDecodeError:
             continue
         event = message.pop("event", None)
-        if event == "environment":
+        if event == "environment" and not outcome.environment and not outcome.cases:
             outcome.environment = message
         elif event == "start":
             outcome.running = str(message.get("uuid"))
