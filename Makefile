@@ -1,4 +1,5 @@
-# make run   set up on embedded defaults (SQLite, filesystem broker), import the sample data, serve + worker
+# make run   set up on embedded defaults (SQLite, filesystem broker), import the sample and demo data,
+#            serve + a worker (with the periodic sweep) that reruns kernels on this machine's CPU
 # make test  the whole test suite (set DATABASE_URL / REDIS_URL to run it on PostgreSQL and Redis)
 # make check lint, format, types and migrations
 
@@ -11,31 +12,51 @@ SEED := tests/seed/run-01a0352b.manifest.json
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run setup serve worker test check ci clean
+.PHONY: run setup sandbox serve worker beat test check clean
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+# The web app's requirements, the development tools, and the harness's (PyTorch) for reruns.
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-harness.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt -r requirements-harness.txt
 	touch $@
 
-setup: $(VENV)/.installed
+# Reruns run solutions in bubblewrap, from the distribution's packages. As root it is installed here;
+# otherwise the command to run is printed, and until then reruns fail with that reason.
+sandbox:
+	@command -v bwrap >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	  else echo "Reruns need bubblewrap: sudo apt-get install bubblewrap"; fi; }
+
+setup: $(VENV)/.installed sandbox
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py import_runs $(DATA)
+	$(BIN)/python manage.py import_runs demo
 	$(BIN)/python manage.py import_runs --redigest $(SEED)
 
-# The worker runs beside the server and stops with it (Ctrl-C).
+# The worker (with the periodic sweep, -B) runs beside the server and stops with it (Ctrl-C).
 run: setup
 	@echo "KernelIndex on http://$(HOST):$(PORT)/ (Ctrl-C stops the server and the worker)"
 	trap 'kill 0' EXIT INT TERM; \
-	$(BIN)/celery -A kernelindex worker --loglevel=warning & \
+	$(BIN)/celery -A kernelindex worker -B --loglevel=warning & \
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
-serve: setup
-	$(BIN)/gunicorn kernelindex.wsgi --bind $(HOST):$(PORT) --workers 2
+# Production: nginx on HOST:PORT takes the clients (slow ones too) and serves /static/, gunicorn sits behind it
+# on a unix socket (deploy/serve.py); Ctrl-C or SIGTERM stops both. It imports nothing: import_runs does.
+# VENV=path uses an environment as it is; only the default .venv is created and kept up to date here.
+serve: $(if $(filter .venv,$(VENV)),$(VENV)/.installed)
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	exec $(BIN)/python deploy/serve.py --host $(HOST) --port $(PORT)
 
-worker: $(VENV)/.installed
+# A worker consumes the rerun queue of the hardware it detects (reruns.cpu, reruns.nvidia-h100, ...).
+worker: $(VENV)/.installed sandbox
 	$(BIN)/celery -A kernelindex worker --loglevel=info
+
+# The periodic sweep: exactly one per deployment, beside any number of workers.
+beat: $(VENV)/.installed
+	$(BIN)/celery -A kernelindex beat --loglevel=info
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest

@@ -1,4 +1,9 @@
-"""The moderation queue: approve or reject attestations, triage issue reports."""
+"""The moderation queue: approve or reject attestations, triage issue reports.
+
+Every decision needs the model's change permission (a view-only moderator can read the
+queue and change nothing) and lands in the admin's history with who and when: the
+actions through attestations.services, the edit form through ModelAdmin.log_change.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from django.contrib import admin, messages
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.forms import ModelForm
+from django.forms import BaseForm, Form, ModelForm
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html
@@ -16,9 +21,9 @@ from django.utils.safestring import SafeString
 
 from attestations.models import Attestation, IssueReport
 from attestations.services import moderate_attestations, set_report_status
-from runs.cache import bump_generation_on_commit
 from runs.models import Run
 from runs.templatetags.kernelindex import latency
+from web.cache import bump_generation_on_commit
 
 # Django's classes take no type parameters at run time; django-stubs' do.
 if TYPE_CHECKING:
@@ -40,6 +45,14 @@ def _record_moderator(obj: Attestation | IssueReport, form: ModelForm[Any], requ
     if change and "status" in form.changed_data:
         obj.moderated_at = timezone.now()
         obj.moderated_by = _moderator(request)
+
+
+def _change_message(form: BaseForm, default: Any) -> Any:
+    """The admin's usual "Changed …" entry, saying which way the status went when it did."""
+    if "status" not in form.changed_data:
+        return default
+    fields = ", ".join(str(form.fields[name].label or name) for name in form.changed_data)
+    return f"Status {form.initial.get('status')} → {form.cleaned_data['status']} (edit form); changed {fields}."
 
 
 def _tell_moderator(request: HttpRequest, changed: int, total: int, verb: str) -> None:
@@ -70,15 +83,18 @@ class AttestationAdmin(RunLinkMixin, AttestationModelAdmin):
     def measured_latency(self, obj: Attestation) -> str:
         return latency(obj.measured_latency_ns)
 
-    @admin.action(description="Approve: show on the run page")
+    @admin.action(description="Approve: show on the run page", permissions=["change"])
     def approve(self, request: HttpRequest, queryset: QuerySet[Attestation]) -> None:
         changed = moderate_attestations(queryset, Attestation.Status.APPROVED, _moderator(request))
         _tell_moderator(request, changed, queryset.count(), "approved")
 
-    @admin.action(description="Reject: never show")
+    @admin.action(description="Reject: never show", permissions=["change"])
     def reject(self, request: HttpRequest, queryset: QuerySet[Attestation]) -> None:
         changed = moderate_attestations(queryset, Attestation.Status.REJECTED, _moderator(request))
         _tell_moderator(request, changed, queryset.count(), "rejected")
+
+    def construct_change_message(self, request: HttpRequest, form: Form, formsets: Any, add: bool = False) -> Any:
+        return _change_message(form, super().construct_change_message(request, form, formsets, add))
 
     def save_model(self, request: HttpRequest, obj: Attestation, form: ModelForm[Attestation], change: bool) -> None:
         _record_moderator(obj, form, request, change)
@@ -109,20 +125,23 @@ class IssueReportAdmin(RunLinkMixin, IssueReportModelAdmin):
     def short_body(self, obj: IssueReport) -> str:
         return obj.body if len(obj.body) <= 80 else f"{obj.body[:79]}…"
 
-    @admin.action(description="Mark triaged")
+    @admin.action(description="Mark triaged", permissions=["change"])
     def triage(self, request: HttpRequest, queryset: QuerySet[IssueReport]) -> None:
         changed = set_report_status(queryset, IssueReport.Status.TRIAGED, _moderator(request))
         _tell_moderator(request, changed, queryset.count(), "triaged")
 
-    @admin.action(description="Mark resolved")
+    @admin.action(description="Mark resolved", permissions=["change"])
     def resolve(self, request: HttpRequest, queryset: QuerySet[IssueReport]) -> None:
         changed = set_report_status(queryset, IssueReport.Status.RESOLVED, _moderator(request))
         _tell_moderator(request, changed, queryset.count(), "resolved")
 
-    @admin.action(description="Mark dismissed")
+    @admin.action(description="Mark dismissed", permissions=["change"])
     def dismiss(self, request: HttpRequest, queryset: QuerySet[IssueReport]) -> None:
         changed = set_report_status(queryset, IssueReport.Status.DISMISSED, _moderator(request))
         _tell_moderator(request, changed, queryset.count(), "dismissed")
+
+    def construct_change_message(self, request: HttpRequest, form: Form, formsets: Any, add: bool = False) -> Any:
+        return _change_message(form, super().construct_change_message(request, form, formsets, add))
 
     def save_model(self, request: HttpRequest, obj: IssueReport, form: ModelForm[IssueReport], change: bool) -> None:
         _record_moderator(obj, form, request, change)

@@ -6,14 +6,18 @@ never fed back into a run's evidence level or rank.
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from attestations.forms import NoteForm, ReportForm
 from attestations.models import Attestation, IssueReport
-from runs.cache import bump_generation_on_commit
 from runs.models import Run
+from web.cache import bump_generation_on_commit
 
 
 def submit_attestation(run: Run, form: NoteForm) -> Attestation:
@@ -33,15 +37,29 @@ def submit_issue_report(run: Run, form: ReportForm) -> IssueReport:
     return report
 
 
+@transaction.atomic
 def moderate_attestations(attestations: QuerySet[Attestation], status: str, moderator: User) -> int:
-    """Approve or reject; rows already in that state keep who decided and when."""
-    changed = attestations.exclude(status=status)
-    count = changed.update(status=status, moderated_at=timezone.now(), moderated_by=moderator)
-    if count:
+    """Approve or reject; rows already in that state keep who decided and when. Each change is logged."""
+    changed = _decide(attestations, status, moderator, f"Status set to {status} (moderation action).")
+    if changed:
         bump_generation_on_commit()  # an approved note appears on its run page, a rejected one disappears
-    return count
+    return changed
 
 
+@transaction.atomic
 def set_report_status(reports: QuerySet[IssueReport], status: str, moderator: User) -> int:
-    changed = reports.exclude(status=status)
-    return changed.update(status=status, moderated_at=timezone.now(), moderated_by=moderator)
+    return _decide(reports, status, moderator, f"Status set to {status} (moderation action).")
+
+
+def _decide(rows: QuerySet[Any], status: str, moderator: User, message: str) -> int:
+    """Set the status of the rows not already in it, and log each in the admin's history, who and when.
+
+    The rows are locked first, so two moderators deciding at once log each change once.
+    """
+    pks = list(rows.exclude(status=status).select_for_update().values_list("pk", flat=True))
+    changed = rows.model.objects.filter(pk__in=pks)
+    changed.update(status=status, moderated_at=timezone.now(), moderated_by=moderator)
+    LogEntry.objects.log_actions(
+        user_id=moderator.pk, queryset=changed.select_related("run"), action_flag=CHANGE, change_message=message
+    )
+    return len(pks)

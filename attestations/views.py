@@ -21,11 +21,11 @@ from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from attestations.forms import NoteForm, ReportForm, filled_honeypot
-from attestations.ratelimit import client_key, record_submission, seconds_until_allowed
+from attestations.ratelimit import client_key, seconds_until_allowed, take
 from attestations.services import submit_attestation, submit_issue_report
-from runs.http import HtmxHttpRequest
 from runs.models import Run
 from runs.selectors import get_run_or_404
+from web.http import HtmxHttpRequest
 
 
 @dataclass(frozen=True)
@@ -58,10 +58,10 @@ REPORT = PublicForm(
 
 
 @vary_on_headers("HX-Request")
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def add_note(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
-    if request.method == "GET":
+    if request.method != "POST":
         return _render(request, NOTES, run, NoteForm())
     if run.withdrawn_at is not None:
         # The template shows the tombstone notice instead of the form.
@@ -70,10 +70,10 @@ def add_note(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
 
 
 @vary_on_headers("HX-Request")
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def report_issue(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
-    if request.method == "GET":
+    if request.method != "POST":
         return _render(request, REPORT, run, ReportForm())
     return _submit(request, REPORT, run, ReportForm(request.POST))
 
@@ -81,14 +81,12 @@ def report_issue(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
 def _submit(request: HtmxHttpRequest, spec: PublicForm, run: Run, form: NoteForm | ReportForm) -> HttpResponse:
     key = client_key(request, spec.name)
     if wait := seconds_until_allowed(key):
-        minutes = math.ceil(wait / 60)
-        form.add_error(None, f"Too many submissions from your network; please try again in {minutes} min.")
-        response = _render(request, spec, run, form, status=429)
-        response["Retry-After"] = str(wait)
-        return response
+        return _too_many(request, spec, run, form, wait)
     if not form.is_valid():
         return _render(request, spec, run, form, status=422)
-    record_submission(key)
+    # Counted only now, so invalid attempts cost nothing; atomically, so racing posts cannot all get in.
+    if wait := take(key):
+        return _too_many(request, spec, run, form, wait)
     # A bot that filled the honeypot is thanked like anyone else and learns nothing.
     if not filled_honeypot(form):
         spec.save(run, form)
@@ -96,6 +94,15 @@ def _submit(request: HtmxHttpRequest, spec: PublicForm, run: Run, form: NoteForm
         return _render(request, spec, run, form, submitted=True)
     messages.success(request, spec.thanks, extra_tags=spec.message_tag)
     return redirect(f"{run.get_absolute_url()}#{spec.name}")
+
+
+def _too_many(
+    request: HtmxHttpRequest, spec: PublicForm, run: Run, form: NoteForm | ReportForm, wait: int
+) -> HttpResponse:
+    form.add_error(None, f"Too many submissions from your network; please try again in {math.ceil(wait / 60)} min.")
+    response = _render(request, spec, run, form, status=429)
+    response["Retry-After"] = str(wait)
+    return response
 
 
 def _render(

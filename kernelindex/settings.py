@@ -44,6 +44,16 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name} must be an integer, not {value!r}") from None
 
 
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, not {value!r}") from None
+
+
 def env_secret(name: str) -> str:
     """A secret from NAME, or from the file named by NAME_FILE (Docker/K8s secrets)."""
     path = os.environ.get(f"{name}_FILE")
@@ -88,6 +98,25 @@ else:
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 SITE_NAME = "KernelIndex"
 
+
+def origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+# Proxies in front of the app that add to X-Forwarded-For and set X-Forwarded-Proto (`make serve`'s nginx is
+# one). The client address is the one the outermost trusted proxy saw (web/proxies.py); with none, the socket's.
+TRUSTED_PROXY_HOPS = env_int("TRUSTED_PROXY_HOPS", 0)
+if TRUSTED_PROXY_HOPS < 0:
+    raise ImproperlyConfigured(f"TRUSTED_PROXY_HOPS must be 0 or more, not {TRUSTED_PROXY_HOPS}")
+if TRUSTED_PROXY_HOPS:
+    # A TLS-terminating proxy says so; the proxy next to the app must overwrite what a client sent.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS", origin_of(SITE_URL)).split(",") if o]
+# What a deploy changes; cached pages of another release are never served (web/cache.py). Default: the
+# checkout's git commit, else a digest of the code and templates.
+RELEASE_ID = env_str("RELEASE_ID")
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -104,7 +133,12 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: a request no view can serve (a NUL, a non-UTF-8 form) gets its 400 before anything reads it.
+    "web.middleware.RejectMalformedRequestsMiddleware",
+    # Outside CommonMiddleware, which sets Content-Length from the body this one then drops.
+    "web.middleware.HeadWithoutBodyMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "web.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -142,11 +176,16 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Imports hold a write transaction per file; let readers wait instead of failing.
     DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+    # A test database in a file, not in memory, so that a Celery worker started by a test can open it;
+    # one per test process, so two test runs in one checkout keep apart.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
+# Keeps two sites (or a site and its tests) apart in one Redis database.
+CACHE_KEY_PREFIX = env_str("CACHE_KEY_PREFIX")
 CACHES = {
-    "default": {"BACKEND": "runs.redis_cache.RedisCache", "LOCATION": REDIS_URL}
+    "default": {"BACKEND": "web.redis_cache.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": CACHE_KEY_PREFIX}
     if REDIS_URL
     else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": VAR_DIR / "cache"}
 }
@@ -164,7 +203,8 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# collectstatic writes here; `make serve`'s nginx serves it (deploy/serve.py reads the same variable).
+STATIC_ROOT = Path(env_str("STATIC_ROOT") or BASE_DIR / "staticfiles")
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -179,8 +219,35 @@ SESSION_COOKIE_SECURE = not DEBUG
 CSRF_COOKIE_SECURE = not DEBUG
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Production speaks HTTPS only: plain HTTP is redirected and browsers are told to remember it.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 365 * 24 * 3600)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+if not SECURE_HSTS_PRELOAD:
+    # Preloading is a promise about the whole domain made to browser vendors, not a server setting;
+    # `check --deploy` reminds of it on every run, so the reminder lives here and in the README.
+    SILENCED_SYSTEM_CHECKS = ["security.W021"]
+# A load balancer checks health over plain HTTP (SECURE_REDIRECT_EXEMPT matches the path without its "/").
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# No inline script or style anywhere (web/middleware.py sends it): htmx's own indicator style is off
+# (templates/base.html) and lives in static/css/site.css.
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
 
-# Celery: the database row is the source of truth; the broker only carries ids.
+# Celery carries reruns (runs/tasks.py): the database row is the source of truth, the broker only carries
+# its id. REDIS_URL doubles as the broker unless CELERY_BROKER_URL names another; without either, a folder
+# in var/ is the broker.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = (
     {
@@ -200,9 +267,34 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
+# A request whose message cannot be sent stays queued in the database and the sweep sends it later:
+# fail fast instead of holding the moderator's request while the broker is down.
+CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT", 3.0)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+# Controlled reruns (runs/reruns.py). The evidence rule's tolerance: a rerun's median within this
+# fraction of the reported figure reproduces it.
+RERUN_TOLERANCE = env_float("RERUN_TOLERANCE", 0.10)
+# The harness's limits for one rerun: wall time for the whole evaluation, and memory.
+RERUN_TIMEOUT_SECONDS = env_int("RERUN_TIMEOUT_SECONDS", 600)
+RERUN_MEMORY_MB = env_int("RERUN_MEMORY_MB", 4096)
+# A running rerun's worker writes a heartbeat this often; one silent for RERUN_STALE_AFTER_SECONDS
+# is taken for lost and retried, up to RERUN_MAX_ATTEMPTS attempts, then failed.
+RERUN_HEARTBEAT_SECONDS = env_float("RERUN_HEARTBEAT_SECONDS", 10)
+RERUN_STALE_AFTER_SECONDS = env_float("RERUN_STALE_AFTER_SECONDS", 60)
+RERUN_MAX_ATTEMPTS = env_int("RERUN_MAX_ATTEMPTS", 3)
+# A request still queued this long after it was sent (or never sent: the broker was down) is sent again.
+RERUN_RESEND_AFTER_SECONDS = env_float("RERUN_RESEND_AFTER_SECONDS", 120)
+RERUN_SWEEP_SECONDS = env_float("RERUN_SWEEP_SECONDS", 30)
+# Development only: run solutions without the bubblewrap sandbox where it is not installed.
+RERUN_UNSANDBOXED = env_bool("RERUN_UNSANDBOXED", False)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-reruns": {"task": "runs.tasks.sweep_reruns", "schedule": RERUN_SWEEP_SECONDS},
+}
 
 RUNS_PER_PAGE = env_int("RUNS_PER_PAGE", 50)
-# How long a rendered public page stays in the cache (runs/cache.py); 0 renders every request,
+# How long a rendered public page stays in the cache (web/cache.py); 0 renders every request,
 # the default in development, where templates change under a running server.
 PAGE_CACHE_SECONDS = env_int("PAGE_CACHE_SECONDS", 0 if DEBUG else 24 * 3600)
 

@@ -17,6 +17,9 @@ from records.errors import RecordError
 from records.schema import REFERENCE_FIELDS, ROLES, DocumentError, validate_document
 
 MANIFEST_ROLES = ("run", "protocol", "environment", "workload", "implementation")
+# What a run's JSON twin adds beside its documents: KernelIndex's own state of the run (its evidence
+# level and reruns), digested by nothing. An import ignores them: the index derives them itself.
+INDEX_MEMBERS = ("evidence", "reruns")
 REQUIRED_ROLES = ("run", "protocol", "environment")
 
 
@@ -88,7 +91,7 @@ def manifest_item(value: Any, path: Path, line: int | None, *, redigest: bool, p
 
     if not isinstance(value, dict):
         raise fail("", "a manifest is a JSON object with run, protocol and environment")
-    unknown = set(value) - set(MANIFEST_ROLES) - {"provenance"}
+    unknown = set(value) - set(MANIFEST_ROLES) - set(INDEX_MEMBERS) - {"provenance"}
     if unknown:
         raise fail(sorted(unknown)[0], f"unknown manifest member; expected {', '.join(MANIFEST_ROLES)}")
     for role in REQUIRED_ROLES:
@@ -146,14 +149,20 @@ def _declared_provenance(provenance: Any, fail: Any) -> dict[str, str]:
     return dict(declared)
 
 
-def manifest_text(texts: dict[str, str], declared_digests: dict[str, str] | None = None) -> str:
+def manifest_text(
+    texts: dict[str, str], declared_digests: dict[str, str] | None = None, index: dict[str, Any] | None = None
+) -> str:
     """The canonical manifest, composed from the documents' canonical texts.
 
     RFC 8785 writes an object as its members in sorted key order, each value
     in its own canonical form, so joining the stored texts is exact: every
     document appears in the manifest byte for byte as it was digested.
+    `index` adds the INDEX_MEMBERS a JSON twin carries.
     """
     parts = {role: text for role, text in texts.items() if role in MANIFEST_ROLES}
     if declared_digests:
         parts["provenance"] = canonical_text({"declaredDigests": declared_digests})
+    for name, value in (index or {}).items():
+        if name in INDEX_MEMBERS:
+            parts[name] = canonical_text(value)
     return "{" + ",".join(f'"{key}":{parts[key]}' for key in sorted(parts)) + "}"

@@ -1,4 +1,8 @@
-"""Moderators work here. Records are read-only: only withdrawal (a tombstone) is a moderator's edit."""
+"""Moderators work here. Records are read-only: only withdrawal (a tombstone) is a moderator's edit.
+
+Withdrawing and restoring need the run's change permission, and are logged in the admin's history;
+a run's change page lists that history together with the moderation of its notes and reports.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,12 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
-from runs.models import ComparisonGroup, Definition, Document, ImportLog, Run, SourceBoard
+from attestations.selectors import moderation_log
+from runs.models import ComparisonGroup, Definition, Document, ImportLog, RerunRequest, Run, SourceBoard
+from runs.reruns import RerunRefusedError, cancel_rerun, request_rerun
 from runs.services import restore_run, withdraw_run
+
+MODERATION_HISTORY_ROWS = 200
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -70,14 +78,28 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "withdrawn_at",
         "declared_digests",
         "versions",
+        "moderation_history",
     )
-    actions = ("restore",)
+    actions = ("restore", "request_reruns")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # withdraw instead: a permalink must never disappear
+
+    def has_request_rerun_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("runs.request_rerun")
+
+    @admin.action(description="Request a controlled rerun of the selected runs", permissions=["request_rerun"])
+    def request_reruns(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        for run in queryset:
+            try:
+                rerun = request_rerun(run, user=request.user, reason="asked from the admin")
+            except RerunRefusedError as refusal:
+                messages.warning(request, f"Run {run.run_id}: {refusal}.")
+            else:
+                messages.success(request, f"Run {run.run_id}: rerun #{rerun.pk} queued on {rerun.queue}.")
 
     @admin.display(description="page")
     def public_page(self, run: Run) -> str:
@@ -87,8 +109,8 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def versions(self, run: Run) -> str:
         rows = format_html_join(
             "",
-            "<li><code>{}</code> imported {:%Y-%m-%d %H:%M}</li>",
-            ((version.digest, version.imported_at) for version in run.versions.all()),
+            "<li><code>{}</code> imported {}</li>",
+            ((version.digest, f"{version.imported_at:%Y-%m-%d %H:%M}") for version in run.versions.all()),
         )
         return format_html("<ul>{}</ul>", rows)
 
@@ -101,10 +123,39 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             restore_run(obj)
             messages.info(request, f"Run {obj.run_id} is restored.")
 
-    @admin.action(description="Restore the selected withdrawn runs")
+    def construct_change_message(self, request: HttpRequest, form: Any, formsets: Any, add: bool = False) -> Any:
+        """The history says what the moderator did: withdrew (and why) or restored."""
+        reason = form.cleaned_data.get("withdrawn_reason", "").strip()
+        if reason and reason != form.initial.get("withdrawn_reason"):
+            return f"Withdrawn: {reason}"
+        if not reason and form.initial.get("withdrawn_reason"):
+            return "Restored (edit form)."
+        return super().construct_change_message(request, form, formsets, add)
+
+    @admin.action(description="Restore the selected withdrawn runs", permissions=["change"])
     def restore(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
         for run in queryset.exclude(withdrawn_at=None):
             restore_run(run)
+            self.log_change(request, run, "Restored (moderation action).")
+
+    @admin.display(description="moderation history")
+    def moderation_history(self, run: Run) -> str:
+        """Every logged act on the run, its notes and its reports, newest first: who did what, when."""
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (f"{entry.action_time:%Y-%m-%d %H:%M}", entry.user, entry.object_repr, entry.get_change_message())
+                for entry in moderation_log(run)[:MODERATION_HISTORY_ROWS]
+            ),
+        )
+        if not rows:
+            return "Nothing moderated yet."
+        return format_html(
+            "<table><thead><tr><th>when (UTC)</th><th>who</th><th>what</th><th>act</th></tr></thead>"
+            "<tbody>{}</tbody></table>",
+            rows,
+        )
 
 
 @admin.register(Document)
@@ -143,3 +194,31 @@ class ImportLogAdmin(ReadOnlyAdmin):
     @admin.display(boolean=True)
     def failed(self, log: ImportLog) -> bool:
         return bool(log.error)
+
+
+@admin.register(RerunRequest)
+class RerunRequestAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "run",
+        "state",
+        "verdict",
+        "hardware",
+        "requested_by",
+        "requested_at",
+        "attempts",
+        "worker",
+        "finished_at",
+    )
+    list_filter = ("state", "verdict", "hardware")
+    search_fields = ("run__run_id", "worker", "failure_reason")
+    list_select_related = ("run", "requested_by")
+    actions = ("cancel",)
+
+    def has_request_rerun_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("runs.request_rerun")
+
+    @admin.action(description="Cancel the selected queued reruns", permissions=["request_rerun"])
+    def cancel(self, request: HttpRequest, queryset: QuerySet[RerunRequest]) -> None:
+        cancelled = sum(cancel_rerun(rerun, request.user) for rerun in queryset.select_related("run"))
+        messages.info(request, f"{cancelled} rerun(s) cancelled; a rerun a worker has started runs to its end.")

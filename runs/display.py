@@ -1,8 +1,7 @@
 """Sentences and rows a run page shows, read from the run's documents.
 
-Each function takes plain document values (dicts) so the wording can be
-tested without a database, and the page, the compare view and the JSON twins
-say the same thing.
+Each function takes plain document values (dicts) and needs no database, so
+the page, the compare view and the JSON twins say the same thing.
 """
 
 from __future__ import annotations
@@ -168,7 +167,33 @@ def implementation_rows(
 
 
 def artifacts(implementation: dict[str, Any] | None) -> list[dict[str, Any]]:
-    return list(spec_of(implementation).get("artifacts") or [])
+    """The published artifacts, each with its source text where the implementation carries it."""
+    sources = {
+        source.get("path"): source.get("content")
+        for source in solution_of(implementation).get("sources") or []
+        if isinstance(source, dict) and isinstance(source.get("content"), str)
+    }
+    return [
+        {**artifact, "content": sources.get(artifact.get("name"))}
+        for artifact in spec_of(implementation).get("artifacts") or []
+        if isinstance(artifact, dict)
+    ]
+
+
+def solution_of(implementation: dict[str, Any] | None) -> dict[str, Any]:
+    """The solution.json an Implementation carries (what a rerun runs), or {}."""
+    solution = spec_of(implementation).get("solution")
+    return solution if isinstance(solution, dict) else {}
+
+
+def entry_point_line(implementation: dict[str, Any] | None) -> str:
+    """'rmsnorm.py::rmsnorm · python · destination-passing style' for a rerunnable implementation."""
+    spec = solution_of(implementation).get("spec") or {}
+    if not solution_of(implementation).get("sources") or not isinstance(spec, dict) or not spec.get("entry_point"):
+        return ""
+    language = spec.get("language") or ", ".join(spec.get("languages") or [])
+    style = "destination-passing style" if spec.get("destination_passing_style", True) else "returns its outputs"
+    return " · ".join(part for part in (str(spec["entry_point"]), str(language), style) if part)
 
 
 def ratio_sentence(a: str, b: str, ratio: float) -> str:

@@ -65,3 +65,15 @@ class RunSearchForm(forms.Form):
 class CompareForm(forms.Form):
     a = forms.CharField(label="Run", max_length=16)
     b = forms.CharField(label="Compare with", max_length=16)
+
+
+class RerunForm(forms.Form):
+    """A moderator's rerun request from the run page."""
+
+    reason = forms.CharField(label="Why", required=False, max_length=500)
+    hardware = forms.SlugField(
+        label="Hardware class",
+        required=False,
+        max_length=64,
+        help_text="Leave empty for the run's own (only a rerun there can change its evidence level).",
+    )

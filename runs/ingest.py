@@ -23,12 +23,12 @@ from django.utils import timezone
 from records.canonical import digest
 from records.errors import RecordError
 from records.identity import run_id_for
+from records.manifest import manifest_item
 from records.reading import ReadItem, read_in_process, summarized
 from records.sources import ImportUnit
-from records.sources.base import BoardItem, DefinitionItem, Progress, SkippedItem
-from records.summary import DefinitionRef, GroupRef, RunSummary
+from records.sources.base import BoardItem, DefinitionItem, DocumentItem, Progress, SkippedItem
+from records.summary import NATIVE_SOURCE, DefinitionRef, GroupRef, RunSummary, summarize
 from runs.bulk import BulkInserter
-from runs.cache import bump_generation_on_commit
 from runs.models import (
     ComparisonGroup,
     Definition,
@@ -40,6 +40,7 @@ from runs.models import (
     SourceBoard,
     WorkloadCase,
 )
+from web.cache import bump_generation_on_commit
 
 BATCH_SIZE = 2000
 # From this size a file is read in a process of its own (the size from which import_runs shows a
@@ -83,6 +84,7 @@ class ImportResult:
     unchanged: int = 0
     definitions: int = 0
     boards: int = 0
+    documents: int = 0
     skipped: list[str] = field(default_factory=list)
 
     @property
@@ -95,6 +97,7 @@ class ImportResult:
         self.unchanged += other.unchanged
         self.definitions += other.definitions
         self.boards += other.boards
+        self.documents += other.documents
 
 
 def import_unit(unit: ImportUnit, progress: Progress = None, *, in_process: bool | None = None) -> ImportResult:
@@ -197,9 +200,22 @@ def read_ahead(items: Iterator[ReadItem], chunk: int = 500, chunks: int = 4) -> 
             items.close()
 
 
-def record_failure(unit: ImportUnit, error: RecordError) -> None:
-    """Keep a trace of a failed import; its rows were rolled back."""
-    ImportLog.objects.create(path=str(unit.path), source=unit.source, finished_at=timezone.now(), error=str(error))
+def import_manifest(manifest: dict[str, Any], origin: str) -> Run:
+    """Import one native manifest made here (a rerun's result) inside the caller's transaction; return its run."""
+    run = summarize(manifest_item(manifest, Path(origin), None, redigest=False))
+    with transaction.atomic(), foreign_keys_checked_as_written():
+        log = ImportLog.objects.create(path=origin, source=NATIVE_SOURCE)
+        importer = UnitImporter(Path(origin), NATIVE_SOURCE, log)
+        importer.add_all([run])
+        importer.finish()
+    return Run.objects.get(run_id=run.run_id)
+
+
+def record_failure(unit: ImportUnit | None, error: RecordError, source: str = "") -> None:
+    """Keep a trace of a failed import; its rows were rolled back. Without a unit, the file could not even be
+    told apart (its source unknown)."""
+    path, source = (str(unit.path), unit.source) if unit else (error.path, source)
+    ImportLog.objects.create(path=path, source=source, finished_at=timezone.now(), error=str(error))
 
 
 class UnitImporter:
@@ -223,6 +239,8 @@ class UnitImporter:
                 self.write_definition(item)
             elif isinstance(item, BoardItem):
                 self.write_board(item)
+            elif isinstance(item, DocumentItem):
+                self.write_document(item)
             elif isinstance(item, SkippedItem):
                 where = f"line {item.line}: " if item.line else ""
                 self.result.skipped.append(where + item.reason)
@@ -451,7 +469,17 @@ class UnitImporter:
         self.touched_definitions.add(definition.pk)
         if definition.content_digest == content_digest:
             return
-        for name in ("external_id", "title", "description", "subset", "hf_id", "axes", "inputs", "outputs"):
+        for name in (
+            "external_id",
+            "title",
+            "description",
+            "subset",
+            "hf_id",
+            "axes",
+            "inputs",
+            "outputs",
+            "workload_digest",
+        ):
             setattr(definition, name, getattr(item, name))
         definition.case_count = len(item.cases)
         definition.content_digest = content_digest
@@ -480,6 +508,17 @@ class UnitImporter:
             for ref in item.references
         )
         self.result.definitions += 1
+
+    def write_document(self, item: DocumentItem) -> None:
+        """A standalone document; one already stored (same digest, same content) adds nothing."""
+        sealed = item.sealed
+        if sealed.digest in self.written_digests:
+            return
+        _, created = Document.objects.get_or_create(
+            digest=sealed.digest, defaults={"kind": sealed.kind, "name": sealed.name, "canonical": sealed.text}
+        )
+        self.written_digests.add(sealed.digest)
+        self.result.documents += created
 
     def write_board(self, item: BoardItem) -> None:
         board, created = SourceBoard.objects.get_or_create(

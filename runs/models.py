@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
@@ -48,6 +49,11 @@ class Definition(models.Model):
     outputs = models.JSONField(default=dict, blank=True)
     case_count = models.PositiveIntegerField(default=0)
     content_digest = models.CharField(max_length=DIGEST_LENGTH, blank=True)
+    workload_digest = models.CharField(
+        max_length=DIGEST_LENGTH,
+        blank=True,
+        help_text="The runnable Workload document (definition with its reference, and cases), where one is known.",
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source", "name"], name="definition_source_name")]
@@ -308,3 +314,92 @@ class RunVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run} {self.digest[:19]}"
+
+
+class RerunRequestQuerySet(models.QuerySet["RerunRequest"]):
+    def active(self) -> RerunRequestQuerySet:
+        return self.filter(state__in=RerunRequest.ACTIVE_STATES)
+
+
+class RerunRequest(models.Model):
+    """A moderator's request for a controlled rerun: the row is the source of truth, the broker carries its id."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    ACTIVE_STATES = (State.QUEUED, State.RUNNING)
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="rerun_requests")
+    run_digest = models.CharField(max_length=DIGEST_LENGTH, help_text="The version of the run that was rerun.")
+    hardware = models.CharField(max_length=64, help_text="The hardware class whose queue runs it.")
+    reason = models.TextField(blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_at = models.DateTimeField(auto_now_add=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    # Sending is separate from asking: with the broker down the request waits here and the sweep sends it.
+    sent_at = models.DateTimeField(null=True, blank=True)
+    send_error = models.CharField(max_length=500, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=255, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    failure_status = models.CharField(max_length=32, blank=True)
+    failure_reason = models.TextField(blank=True)
+    log_tail = models.TextField(blank=True)
+    harness_seconds = models.FloatField(null=True, blank=True, help_text="How long the harness itself ran.")
+    result_run = models.OneToOneField(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="rerun_result_of"
+    )
+    verdict = models.CharField(max_length=16, blank=True, help_text="reproduced, not_reproduced, or empty.")
+    verdict_reason = models.TextField(blank=True)
+
+    objects = RerunRequestQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-requested_at", "-id"]
+        permissions = [("request_rerun", "Can request a controlled rerun")]
+        constraints = [
+            # Never two at once for one run, whatever races the check in the service.
+            models.UniqueConstraint(
+                fields=["run"], condition=Q(state__in=["queued", "running"]), name="one_active_rerun_per_run"
+            )
+        ]
+        indexes = [models.Index(fields=["state", "requested_at"], name="rerun_state")]
+
+    def __str__(self) -> str:
+        return f"Rerun #{self.pk} of {self.run}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in self.ACTIVE_STATES
+
+    @property
+    def queue(self) -> str:
+        return f"reruns.{self.hardware}"
+
+    @property
+    def verdict_label(self) -> str:
+        return self.verdict.replace("_", " ")
+
+
+class EvidenceChange(models.Model):
+    """Each time a rerun moved a run's evidence level; the history the run page shows."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="evidence_changes")
+    previous = models.CharField(max_length=16, choices=Run.Evidence.choices)
+    evidence = models.CharField(max_length=16, choices=Run.Evidence.choices)
+    rerun = models.ForeignKey(RerunRequest, on_delete=models.CASCADE, related_name="evidence_changes")
+    changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-changed_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.run}: {self.previous} → {self.evidence}"

@@ -11,14 +11,17 @@ from typing import Any
 from django.db.models import F, QuerySet
 from django.http import Http404
 
-from records.canonical import parse_json
+from records.canonical import is_digest, parse_json
 from records.manifest import manifest_text
 from records.schema import REFERENCE_FIELDS
+from records.sources import SOURCES, SourceInfo
 from runs.models import (
     ComparisonGroup,
     Definition,
     Document,
+    EvidenceChange,
     ReferenceRow,
+    RerunRequest,
     Run,
     RunQuerySet,
     RunVersion,
@@ -26,6 +29,8 @@ from runs.models import (
 )
 
 EXPORT_CHUNK = 1000
+# The page-cache scope of every page that lists runs (home, sources, compare): see web/cache.py.
+LISTS = "lists"
 CHART_POINTS = 400
 
 
@@ -52,10 +57,18 @@ def get_definition_or_404(source: str, name: str) -> Definition:
 
 
 def get_document_or_404(digest: str) -> Document:
+    if not is_digest(digest):
+        raise Http404("Not a document digest")
     try:
         return Document.objects.get(digest=digest)
     except Document.DoesNotExist:
         raise Http404(f"No document {digest!r}") from None
+
+
+def get_source_or_404(key: str) -> SourceInfo:
+    if key not in SOURCES:
+        raise Http404(f"No source {key!r}")
+    return SOURCES[key]
 
 
 # -- documents and manifests --------------------------------------------------
@@ -80,8 +93,19 @@ def run_documents(run: Run) -> dict[str, Document]:
     return {role: found[d] for role, d in wanted.items() if d in found}
 
 
-def run_manifest_text(run: Run, documents: dict[str, Document]) -> str:
-    return manifest_text({role: doc.canonical for role, doc in documents.items()}, run.declared_digests)
+def runnable_definition(definition: Definition) -> dict[str, Any] | None:
+    """The definition.json a rerun hands to the harness (with its reference), where one is stored."""
+    if not definition.workload_digest:
+        return None
+    document = Document.objects.filter(digest=definition.workload_digest).first()
+    if document is None:
+        return None
+    value = (document.value.get("spec") or {}).get("definition", {}).get("document")
+    return value if isinstance(value, dict) else None
+
+
+def run_manifest_text(run: Run, documents: dict[str, Document], index: dict[str, Any] | None = None) -> str:
+    return manifest_text({role: doc.canonical for role, doc in documents.items()}, run.declared_digests, index)
 
 
 def iter_version_manifests() -> Iterator[str]:
@@ -248,3 +272,71 @@ def chart_latencies(group: ComparisonGroup, highlight: Run | None) -> list[tuple
         assert highlight.latency_ns is not None
         rows.append((highlight.run_id, highlight.latency_ns))
     return rows
+
+
+# -- reruns --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RerunRow:
+    """A rerun as the run page and its twin show it: the request, and what its result run measured."""
+
+    request: RerunRequest
+    result: dict[str, Any] | None
+    reported_ns: float | None
+    counts_for_evidence: bool
+
+    @property
+    def latency(self) -> dict[str, float]:
+        return dict(((self.result or {}).get("timing") or {}).get("latencyNs") or {})
+
+    @property
+    def median_ns(self) -> float | None:
+        return self.latency.get("median")
+
+    @property
+    def ratio(self) -> float | None:
+        """The rerun's median over the reported figure: above 1, the rerun was slower."""
+        if not self.median_ns or not self.reported_ns:
+            return None
+        return self.median_ns / self.reported_ns
+
+    @property
+    def cases(self) -> list[dict[str, Any]]:
+        return list((self.result or {}).get("cases") or [])
+
+    @property
+    def hardware_product(self) -> str:
+        run = self.request.result_run
+        return run.hardware if run else ""
+
+
+def rerun_rows(run: Run, own_class: str) -> list[RerunRow]:
+    """Every rerun of a run, newest first, with its result run's document, in two queries."""
+    requests = list(run.rerun_requests.select_related("result_run").order_by("-requested_at", "-id"))
+    digests = [r.result_run.digest for r in requests if r.result_run is not None]
+    documents = Document.objects.in_bulk(digests)
+    return [
+        RerunRow(
+            request,
+            documents[request.result_run.digest].value["spec"] if request.result_run else None,
+            run.latency_ns,
+            request.hardware == own_class,
+        )
+        for request in requests
+    ]
+
+
+def evidence_history(run: Run) -> list[EvidenceChange]:
+    return list(run.evidence_changes.select_related("rerun"))
+
+
+# -- page-cache scopes ----------------------------------------------------------
+
+
+def run_scopes(run: Run) -> list[str]:
+    """The cache scopes a run's page shows: the run, its comparison group, its definition."""
+    scopes = [f"run:{run.run_id}", f"group:{run.group.key}"]
+    if run.definition is not None:
+        scopes.append(f"definition:{run.definition.source}/{run.definition.name}")
+    return scopes

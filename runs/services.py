@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from runs.cache import bump_generation_on_commit
 from runs.models import Run
+from web.cache import bump_generation_on_commit
 
 
 @transaction.atomic

@@ -6,44 +6,57 @@ import json
 from typing import Any
 
 from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Min
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
-from records.canonical import is_digest
-from records.sources import SOURCES, SourceInfo
+from records.rerun import EVIDENCE_RULE
+from records.sources import SourceInfo
+from records.sources.hardware import hardware_class, hardware_class_of
 from runs import display
-from runs.cache import cached_page
 from runs.charts import Mark, StripChart, latency_chart, score_chart
 from runs.citations import Citation
-from runs.forms import CompareForm, RunSearchForm
-from runs.http import HtmxHttpRequest
+from runs.forms import CompareForm, RerunForm, RunSearchForm
 from runs.models import ComparisonGroup, Definition, Document, Run
+from runs.reruns import RerunRefusedError, request_rerun
 from runs.selectors import (
     CHART_POINTS,
+    LISTS,
     board_for,
     chart_latencies,
+    evidence_history,
     get_definition_or_404,
     get_document_or_404,
     get_group_or_404,
     get_run_or_404,
+    get_source_or_404,
     leaderboard,
     references_for,
+    rerun_rows,
     run_documents,
     run_manifest_text,
     run_rank,
+    run_scopes,
+    runnable_definition,
     uses_source_order,
 )
+from runs.serializers import evidence_json, rerun_json
 from runs.templatetags.kernelindex import latency
+from web.cache import add_page_scopes, cached_page
+from web.http import HtmxHttpRequest
 
 JSON_CONTENT_TYPE = "application/json"
+# The cache scope of the pages that list runs (web/cache.py): home, index.json, sources, compare.
+SEARCH_PARAMS = ("q", "source", "gpu", "evidence", "page")
 
 
 def _page(request: HttpRequest, items: Any, per_page: int | None = None) -> Page[Any]:
@@ -93,7 +106,7 @@ def run_summary(run: Run, position: int | None = None) -> dict[str, Any]:
 # -- health check ----------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @never_cache
 def healthz(request: HttpRequest) -> HttpResponse:
     """For a load balancer: the app answers. It touches neither the database nor the cache, so a slow
@@ -104,9 +117,9 @@ def healthz(request: HttpRequest) -> HttpResponse:
 # -- home ----------------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @vary_on_headers("HX-Request")
-@cached_page
+@cached_page(params=SEARCH_PARAMS, scopes=lambda: [LISTS])
 def home(request: HtmxHttpRequest) -> HttpResponse:
     form, page = _search(request)
     status = 400 if form.errors else 200
@@ -114,8 +127,8 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, template, {"form": form, "page": page}, status=status)
 
 
-@require_GET
-@cached_page
+@require_safe
+@cached_page(params=SEARCH_PARAMS, scopes=lambda: [LISTS])
 def home_json(request: HttpRequest) -> JsonResponse:
     form, page = _search(request)
     return JsonResponse(
@@ -142,13 +155,62 @@ def _search(request: HttpRequest) -> tuple[RunSearchForm, Page[Any]]:
 # -- the run page ------------------------------------------------------------------
 
 
-@require_GET
-@cached_page
+@require_safe
+@cached_page(scopes=lambda run_id: [f"run:{run_id}"])
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
+    # The page shows the run's rank and its group's #1.
+    add_page_scopes(request, *run_scopes(run))
     documents = run_documents(run)
     values = {role: document.value for role, document in documents.items()}
-    return TemplateResponse(request, "runs/run_detail.html", _run_context(request, run, documents, values))
+    context = _run_context(request, run, documents, values)
+    context.update(_reruns_context(request, run, values.get("environment")))
+    return TemplateResponse(request, "runs/run_detail.html", context)
+
+
+def _reruns_context(request: HttpRequest, run: Run, environment: dict[str, Any] | None) -> dict[str, Any]:
+    own_class = hardware_class(environment["spec"]["hardware"]) if environment else hardware_class_of(run.hardware)
+    reruns = rerun_rows(run, own_class)
+    may_request = request.user.has_perm("runs.request_rerun")
+    return {
+        "reruns": reruns,
+        "active_rerun": next((row.request for row in reruns if row.request.is_active), None),
+        "evidence_history": evidence_history(run),
+        "evidence_rule": EVIDENCE_RULE.format(tolerance=f"±{settings.RERUN_TOLERANCE:.0%}"),
+        "own_class": own_class,
+        "rerun_form": RerunForm(initial={"hardware": own_class}) if may_request and not run.withdrawn_at else None,
+    }
+
+
+@require_safe
+@never_cache
+def run_reruns(request: HttpRequest, run_id: str) -> HttpResponse:
+    """The reruns section alone, which the run page polls while a rerun is queued or running."""
+    run = get_run_or_404(run_id)
+    environment = Document.objects.filter(digest=run.environment_digest).first()
+    context = {"run": run, "oob": True, **_reruns_context(request, run, environment.value if environment else None)}
+    return TemplateResponse(request, "runs/_reruns.html#reruns", context)
+
+
+@require_POST
+def request_rerun_view(request: HttpRequest, run_id: str) -> HttpResponse:
+    """A moderator's button on the run page; everyone else gets 403, whatever they post."""
+    run = get_run_or_404(run_id)
+    if not request.user.has_perm("runs.request_rerun"):
+        raise PermissionDenied("Requesting a rerun needs the rerun permission.")
+    form = RerunForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Not queued: {form.errors.as_text()}", extra_tags="reruns")
+    else:
+        try:
+            rerun = request_rerun(
+                run, user=request.user, hardware=form.cleaned_data["hardware"], reason=form.cleaned_data["reason"]
+            )
+        except RerunRefusedError as refusal:
+            messages.error(request, f"Not queued: {refusal}.", extra_tags="reruns")
+        else:
+            messages.success(request, f"Rerun #{rerun.pk} queued on {rerun.queue}.", extra_tags="reruns")
+    return redirect(run.get_absolute_url() + "#reruns")
 
 
 def _run_context(
@@ -175,6 +237,7 @@ def _run_context(
         "protocol_rows": display.protocol_rows(protocol),
         "environment_rows": display.environment_rows(environment),
         "artifacts": display.artifacts(implementation),
+        "entry_point": display.entry_point_line(implementation),
         "versions": list(run.versions.all()),
         "manifest_pretty": json.dumps(json.loads(manifest), indent=2, ensure_ascii=False),
         "citation": _citation(
@@ -199,39 +262,45 @@ def _citation(request: HttpRequest, run: Run, author: str) -> Citation:
     )
 
 
-@require_GET
-@cached_page
+@require_safe
+@cached_page(scopes=lambda run_id: [f"run:{run_id}"])
 def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
-    """The run's canonical manifest, byte for byte the form its digests are computed on."""
+    """The run's canonical manifest, each document byte for byte the form its digest is computed on,
+    with the run's evidence level and reruns beside them (records.manifest.INDEX_MEMBERS)."""
     run = get_run_or_404(run_id)
-    response = HttpResponse(run_manifest_text(run, run_documents(run)), content_type=JSON_CONTENT_TYPE)
+    documents = run_documents(run)
+    environment = documents.get("environment")
+    reruns = _reruns_context(request, run, environment.value if environment else None)
+    index = {
+        "evidence": evidence_json(run, reruns["evidence_rule"], reruns["evidence_history"]),
+        "reruns": [rerun_json(row) for row in reruns["reruns"]],
+    }
+    response = HttpResponse(run_manifest_text(run, documents, index), content_type=JSON_CONTENT_TYPE)
     response["Content-Disposition"] = f'inline; filename="run-{run.run_id}.manifest.json"'
     return response
 
 
-@require_GET
-@cached_page
+@require_safe
+@cached_page()
 def document_json(request: HttpRequest, digest: str) -> HttpResponse:
     """Any stored document, in the exact canonical form its digest covers."""
-    if not is_digest(digest):
-        raise Http404("Not a document digest")
     return HttpResponse(get_document_or_404(digest).canonical, content_type=JSON_CONTENT_TYPE)
 
 
 # -- comparison groups -------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @vary_on_headers("HX-Request")
-@cached_page
+@cached_page(params=("page", "run"), scopes=lambda key: [f"group:{key}"])
 def group_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
     context = _group_context(request, get_group_or_404(key))
     template = "runs/group_detail.html#leaderboard" if request.htmx else "runs/group_detail.html"
     return TemplateResponse(request, template, context)
 
 
-@require_GET
-@cached_page
+@require_safe
+@cached_page(params=("page", "run"), scopes=lambda key: [f"group:{key}"])
 def group_json(request: HttpRequest, key: str) -> JsonResponse:
     context = _group_context(request, get_group_or_404(key))
     group: ComparisonGroup = context["group"]
@@ -321,14 +390,14 @@ def _score_chart(board: Any, highlight: Run | None) -> StripChart | None:
 # -- definitions and sources -------------------------------------------------------
 
 
-@require_GET
-@cached_page
+@require_safe
+@cached_page(scopes=lambda source, name: [f"definition:{source}/{name}"])
 def definition_detail(request: HttpRequest, source: str, name: str) -> HttpResponse:
     return render(request, "runs/definition_detail.html", _definition_context(get_definition_or_404(source, name)))
 
 
-@require_GET
-@cached_page
+@require_safe
+@cached_page(scopes=lambda source, name: [f"definition:{source}/{name}"])
 def definition_json(request: HttpRequest, source: str, name: str) -> JsonResponse:
     context = _definition_context(get_definition_or_404(source, name))
     definition: Definition = context["definition"]
@@ -383,8 +452,12 @@ def _definition_context(definition: Definition) -> dict[str, Any]:
         "hardware", "harness", "harness_version", "-run_count"
     )
     reference_columns = sorted({f"{ref.get_kind_display()} ({ref.hardware})" for ref in references})
+    runnable = runnable_definition(definition)
+    reference = runnable.get("reference") if runnable else None
     return {
         "definition": definition,
+        "reference_code": reference if isinstance(reference, str) and reference else "",
+        "custom_inputs_entrypoint": (runnable or {}).get("custom_inputs_entrypoint") or "",
         "cases": cases,
         "references": references,
         "reference_columns": reference_columns,
@@ -392,22 +465,16 @@ def _definition_context(definition: Definition) -> dict[str, Any]:
     }
 
 
-def _source_or_404(key: str) -> SourceInfo:
-    if key not in SOURCES:
-        raise Http404(f"No source {key!r}")
-    return SOURCES[key]
-
-
-@require_GET
-@cached_page
+@require_safe
+@cached_page(params=("page",), scopes=lambda key: [LISTS])
 def source_detail(request: HttpRequest, key: str) -> HttpResponse:
-    return render(request, "runs/source_detail.html", _source_context(request, _source_or_404(key)))
+    return render(request, "runs/source_detail.html", _source_context(request, get_source_or_404(key)))
 
 
-@require_GET
-@cached_page
+@require_safe
+@cached_page(params=("page",), scopes=lambda key: [LISTS])
 def source_json(request: HttpRequest, key: str) -> JsonResponse:
-    context = _source_context(request, _source_or_404(key))
+    context = _source_context(request, get_source_or_404(key))
     source: SourceInfo = context["source"]
     return JsonResponse(
         {
@@ -437,7 +504,7 @@ def _source_context(request: HttpRequest, source: SourceInfo) -> dict[str, Any]:
 # -- compare -----------------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 def compare_form(request: HttpRequest) -> HttpResponse:
     """`/compare?a=…&b=…` (a form without JavaScript) lands on the compare page."""
     form = CompareForm(request.GET or None)
@@ -446,14 +513,14 @@ def compare_form(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/compare_form.html", {"form": form}, status=400 if form.is_bound else 200)
 
 
-@require_GET
-@cached_page
+@require_safe
+@cached_page(scopes=lambda a, b: [LISTS, f"run:{a}", f"run:{b}"])
 def compare(request: HttpRequest, a: str, b: str) -> HttpResponse:
     return render(request, "runs/compare.html", _compare_context(get_run_or_404(a), get_run_or_404(b)))
 
 
-@require_GET
-@cached_page
+@require_safe
+@cached_page(scopes=lambda a, b: [LISTS, f"run:{a}", f"run:{b}"])
 def compare_json(request: HttpRequest, a: str, b: str) -> JsonResponse:
     context = _compare_context(get_run_or_404(a), get_run_or_404(b))
     return JsonResponse(

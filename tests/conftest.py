@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,9 +13,21 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 from django.core.management import CommandError, call_command
+from django.db import connections
 
 SAMPLE_DATA = Path(__file__).parent / "data"
 SEED_MANIFEST = Path(__file__).parent / "seed" / "run-01a0352b.manifest.json"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Debian's Chromium, headless, never reaching out to the network.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def data_pack() -> Path:
@@ -74,6 +87,35 @@ def import_runs(db: None) -> ImportRuns:
         return out.getvalue() + err.getvalue()
 
     return run
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium for the browser tests of one module (a playwright Browser)."""
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
+        # Playwright's sync API runs an event loop in this thread; the ORM calls of the tests are still synchronous.
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+    # Queries made while Playwright ran hold connections pytest-django never closes; on PostgreSQL they
+    # would block dropping the test database.
+    connections.close_all()
+
+
+@pytest.fixture
+def run(import_runs: ImportRuns, sample: Path) -> Any:
+    """A real imported run: the fastest passed SOL-ExecBench submission of the sample (a runs.models.Run)."""
+    from runs.models import Run
+
+    import_runs(sample / "sol-execbench" / "submissions.jsonl")
+    found = Run.objects.filter(status="passed").select_related("group").order_by("latency_ns").first()
+    assert found is not None
+    return found
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -1,4 +1,4 @@
-"""Helpers for page tests: visible text, and synthetic SOL-ExecBench records."""
+"""Helpers for page tests: visible text, query counts, and synthetic SOL-ExecBench records."""
 
 from __future__ import annotations
 
@@ -8,6 +8,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+# The header htmx sends with its requests: views answer with the page's fragment.
+HTMX = {"HX-Request": "true"}
 SOL_SUBMISSIONS = Path(__file__).parent / "data" / "sol-execbench" / "submissions.jsonl"
 
 
@@ -31,9 +37,17 @@ class _Text(HTMLParser):
 
 
 def visible_text(html: str | bytes) -> str:
+    """What a reader sees: text without tags, scripts or styles, entities as characters, whitespace single spaces."""
     parser = _Text()
     parser.feed(html.decode() if isinstance(html, bytes) else html)
-    return " ".join(parser.parts)
+    return re.sub(r"\s+", " ", " ".join(parser.parts)).strip()
+
+
+def queries_for(client: Client, url: str) -> int:
+    """How many database queries a successful GET of `url` makes."""
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url).status_code == 200
+    return len(captured)
 
 
 def squeezed(text: str) -> str:

@@ -54,6 +54,7 @@ from generate import generate  # noqa: E402
 SERVER = "postgres://postgres@127.0.0.1:5432"
 # A Redis database of the benchmark's own: it is emptied before every cold pass.
 REDIS_URL = "redis://127.0.0.1:6379/3"
+DATABASE_PREFIX = "kernelindex_pages_bench"
 FIRST_PORT = 8765
 LUA = Path(__file__).resolve().parent / "urls.lua"
 PER_PAGE = 50  # the app's RUNS_PER_PAGE default
@@ -94,6 +95,12 @@ def main() -> None:
     parser.add_argument("--redis", default=REDIS_URL, help="the Redis database the app caches in (it is emptied)")
     parser.add_argument("--rebuild", action="store_true", help="drop and re-import each size's database")
     parser.add_argument(
+        "--proxy",
+        action="store_true",
+        help="serve through the production stack (deploy/serve.py: nginx in front, gunicorn on a unix socket)",
+    )
+    parser.add_argument("--database-prefix", default=DATABASE_PREFIX, help="each size's database is <prefix>_<size>")
+    parser.add_argument(
         "--no-page-cache", action="store_true", help="render every request (PAGE_CACHE_SECONDS=0): the figures before"
     )
     options = parser.parse_args()
@@ -125,7 +132,7 @@ def main() -> None:
 
 
 def database_url(size: int, options: argparse.Namespace) -> str:
-    return str(urlunsplit(urlsplit(options.server)._replace(path=f"/kernelindex_pages_bench_{size}")))
+    return str(urlunsplit(urlsplit(options.server)._replace(path=f"/{options.database_prefix}_{size}")))
 
 
 def prepare_database(size: int, options: argparse.Namespace) -> str:
@@ -198,6 +205,8 @@ def app_env(database_url: str, options: argparse.Namespace) -> dict[str, str]:
         "DEBUG": "false",
         "SECRET_KEY": "kernelindex-pages-benchmark",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        # wrk speaks plain HTTP on loopback, where production would sit behind TLS.
+        "SECURE_SSL_REDIRECT": "false",
         "LOG_LEVEL": "WARNING",
         **({"PAGE_CACHE_SECONDS": "0"} if options.no_page_cache else {}),
     }
@@ -214,10 +223,13 @@ def collect_static() -> None:
 
 @contextmanager
 def serving(port: int, database: str, options: argparse.Namespace) -> Iterator[None]:
-    """gunicorn on loopback for the duration of a `with` block."""
+    """gunicorn on loopback (or, with --proxy, nginx with gunicorn behind it) for the duration of a `with` block."""
     gunicorn = Path(sys.executable).with_name("gunicorn")
     command = [str(gunicorn), "kernelindex.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", str(options.workers)]
-    with (OUT / "gunicorn.log").open("a") as log:
+    if options.proxy:
+        command = [sys.executable, "deploy/serve.py", "--host", "127.0.0.1", "--port", str(port)]
+        command += ["--workers", str(options.workers), "--var", str(OUT / f"serve-{port}")]
+    with (OUT / ("serve.log" if options.proxy else "gunicorn.log")).open("a") as log:
         server = subprocess.Popen(command, cwd=ROOT, env=app_env(database, options), stdout=log, stderr=log)
         try:
             wait_until_up(server, port, log.name)
@@ -415,7 +427,8 @@ def describe_machine(options: argparse.Namespace) -> str:
         f"PostgreSQL {version[0] if version else '?'}, Redis {redis_version}, {wrk_version.strip()}\n"
         f"gunicorn: {options.workers} sync workers; wrk: 1 thread, "
         f"{options.connections} connections, {options.rounds} rounds of {options.duration} s per target; "
-        f"page cache {'off' if options.no_page_cache else 'on'}"
+        f"page cache {'off' if options.no_page_cache else 'on'}; "
+        f"{'through nginx (deploy/serve.py), gunicorn on a unix socket' if options.proxy else 'gunicorn on TCP'}"
     )
 
 

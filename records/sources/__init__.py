@@ -1,7 +1,8 @@
 """The sources KernelIndex reads, and how a file is matched to its adapter.
 
-`discover` turns the paths a user names into import units: a file, or a
-SOL-ExecBench problem folder (three files that only make sense together).
+`discover` turns the paths a user names into import units: a file, a
+SOL-ExecBench problem folder (three files that only make sense together), or
+a definition folder (definition.json and workload.jsonl, no metadata.json).
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from records.canonical import parse_json
 from records.errors import RecordError
-from records.sources import flashinfer_bench, kernelbench, native, sol_execbench
-from records.sources.base import Adapter, read_json_file
+from records.sources import artifacts, flashinfer_bench, kernelbench, native, sol_execbench
+from records.sources.base import Adapter, iter_json_lines, read_json_file
 
 
 @dataclass(frozen=True)
@@ -92,10 +92,10 @@ def discover(paths: list[Path], *, source: str | None = None, redigest: bool = F
 
 
 def _unit_paths(path: Path) -> list[Path]:
-    if sol_execbench.is_problem_folder(path):
+    if _is_folder_unit(path):
         return [path]
     if path.is_file():
-        if path.name in sol_execbench.PROBLEM_FILES and sol_execbench.is_problem_folder(path.parent):
+        if path.name in sol_execbench.PROBLEM_FILES and _is_folder_unit(path.parent):
             return [path.parent]
         return [path]
     found: list[Path] = []
@@ -107,6 +107,10 @@ def _unit_paths(path: Path) -> list[Path]:
         elif child.suffix in DATA_SUFFIXES:
             found.append(child)
     return found
+
+
+def _is_folder_unit(path: Path) -> bool:
+    return sol_execbench.is_problem_folder(path) or artifacts.is_definition_folder(path)
 
 
 def _natural_key(path: Path) -> tuple[int, int | str]:
@@ -127,10 +131,14 @@ def detect(path: Path, *, source: str | None = None, redigest: bool = False) -> 
 
 def _sniff(path: Path, redigest: bool) -> Adapter | None:
     if path.is_dir():
-        return sol_execbench.ProblemAdapter() if sol_execbench.is_problem_folder(path) else None
+        if sol_execbench.is_problem_folder(path):
+            return sol_execbench.ProblemAdapter()
+        return artifacts.DefinitionFolderAdapter() if artifacts.is_definition_folder(path) else None
     if path.suffix == ".jsonl":
         return _sniff_record(_first_line(path), redigest)
     document = read_json_file(path)
+    if artifacts.looks_like_solution(document):
+        return artifacts.SolutionAdapter()
     if sol_execbench.looks_like_board(document):
         return sol_execbench.BoardAdapter()
     if kernelbench.looks_like_baseline_timing(document):
@@ -151,13 +159,8 @@ def _sniff_record(record: Any, redigest: bool) -> Adapter | None:
 
 
 def _first_line(path: Path) -> Any:
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if raw.strip():
-                try:
-                    return parse_json(raw)
-                except ValueError as error:
-                    raise RecordError(path, number, None, f"not valid JSON: {error}") from None
+    for _, value in iter_json_lines(path):
+        return value
     raise RecordError(path, None, None, "the file is empty")
 
 

@@ -15,8 +15,8 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from records.canonical import parse_json
 from records.errors import RecordError
+from records.limits import MAX_DOCUMENT_BYTES, MAX_LINE_BYTES, LimitError, parse_limited
 from records.manifest import RunItem, Sealed, seal
 from records.schema import DocumentError
 
@@ -58,6 +58,8 @@ class DefinitionItem:
     outputs: dict[str, Any]
     cases: list[CaseItem]
     references: list[ReferenceItem]
+    # The digest of the definition's runnable Workload document, where the source gives its reference.
+    workload_digest: str = ""
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,15 @@ class SkippedItem:
     reason: str
 
 
-Item = RunItem | DefinitionItem | BoardItem | SkippedItem
+@dataclass(frozen=True)
+class DocumentItem:
+    """A document stored on its own (a definition's Workload, a solution's Implementation), by digest."""
+
+    line: int | None
+    sealed: Sealed
+
+
+Item = RunItem | DefinitionItem | BoardItem | DocumentItem | SkippedItem
 
 
 class Adapter(Protocol):
@@ -91,34 +101,44 @@ class Adapter(Protocol):
 
 
 def read_json_file(path: Path) -> Any:
-    try:
-        return parse_json(path.read_bytes())
-    except json.JSONDecodeError as error:
-        raise RecordError(path, error.lineno, None, f"not valid JSON: {error.msg} (column {error.colno})") from None
-    except ValueError as error:
-        raise RecordError(path, None, None, f"not valid JSON: {error}") from None
-    except UnicodeDecodeError:
-        raise RecordError(path, None, None, "not UTF-8 text") from None
+    """A whole-file JSON document, within the limits of records/limits.py."""
+    with path.open("rb") as handle:
+        raw = handle.read(MAX_DOCUMENT_BYTES + 1)
+    if len(raw) > MAX_DOCUMENT_BYTES:
+        raise RecordError(path, None, None, f"larger than {MAX_DOCUMENT_BYTES} bytes, the limit for a JSON document")
+    return _parsed(raw, path, None)
 
 
 def iter_json_lines(path: Path, progress: Progress = None) -> Iterator[tuple[int, Any]]:
-    """(line number, value) for each non-blank line of a JSONL file, streamed."""
+    """(line number, value) for each non-blank line of a JSONL file, streamed, each line within the limits."""
     # A large buffer: each read lets other threads run (an import writes while it reads), and
     # getting the interpreter back after a read can take a few milliseconds.
     with path.open("rb", buffering=READ_BUFFER) as handle:
-        for number, raw in enumerate(handle, start=1):
+        number = 0
+        # At most one byte past the limit is read: a longer line is refused without holding it whole.
+        while raw := handle.readline(MAX_LINE_BYTES + 1):
+            number += 1
             if progress:
                 progress(len(raw))
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                raise RecordError(path, number, None, f"longer than {MAX_LINE_BYTES} bytes, the limit for a line")
             if not raw.strip():
                 continue
-            try:
-                yield number, parse_json(raw)
-            except json.JSONDecodeError as error:
-                raise RecordError(path, number, None, f"not valid JSON: {error.msg} (column {error.colno})") from None
-            except ValueError as error:
-                raise RecordError(path, number, None, f"not valid JSON: {error}") from None
-            except UnicodeDecodeError:
-                raise RecordError(path, number, None, "not UTF-8 text") from None
+            yield number, _parsed(raw, path, number)
+
+
+def _parsed(raw: bytes, path: Path, line: int | None) -> Any:
+    try:
+        return parse_limited(raw)
+    except LimitError as error:
+        raise RecordError(path, line, error.field, error.message) from None
+    except json.JSONDecodeError as error:
+        line = error.lineno if line is None else line
+        raise RecordError(path, line, None, f"not valid JSON: {error.msg} (column {error.colno})") from None
+    except ValueError as error:
+        raise RecordError(path, line, None, f"not valid JSON: {error}") from None
+    except UnicodeDecodeError:
+        raise RecordError(path, line, None, "not UTF-8 text") from None
 
 
 def validate_record(model: type[M], value: Any, path: Path, line: int | None, prefix: str = "") -> M:

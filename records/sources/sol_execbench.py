@@ -23,10 +23,12 @@ from records.errors import RecordError
 from records.identity import definition_title
 from records.manifest import Sealed, assemble
 from records.schema import make_document, slugify_name
+from records.sources import artifacts
 from records.sources.base import (
     BoardItem,
     CaseItem,
     DefinitionItem,
+    DocumentItem,
     Item,
     Progress,
     ReferenceItem,
@@ -276,9 +278,8 @@ class ProblemAdapter:
         metadata = validate_record(
             ProblemMetadata, read_json_file(path / "metadata.json"), path / "metadata.json", None
         )
-        definition = validate_record(
-            ProblemDefinition, read_json_file(path / "definition.json"), path / "definition.json", None
-        )
+        document = read_json_file(path / "definition.json")
+        definition = validate_record(ProblemDefinition, document, path / "definition.json", None)
         if definition.name != metadata.name:
             raise RecordError(
                 path / "definition.json",
@@ -286,7 +287,16 @@ class ProblemAdapter:
                 "name",
                 f"{definition.name!r} differs from metadata.json's {metadata.name!r}",
             )
-        cases = list(_read_cases(path / "workload.jsonl", progress))
+        read = list(_read_cases(path / "workload.jsonl", progress))
+        cases = [case for _, case in read]
+        # With its reference (inline or in reference.py), a problem can be rerun: store it as the harness reads it.
+        reference = artifacts.read_reference(path, document)
+        workload_digest = ""
+        if reference is not None:
+            runnable = {**document, "reference": reference}
+            workload = artifacts.runnable_workload(SOURCE, metadata.name, runnable, [raw for raw, _ in read], path)
+            workload_digest = workload.digest
+            yield DocumentItem(None, workload)
         yield DefinitionItem(
             source=SOURCE,
             name=metadata.name,
@@ -300,15 +310,17 @@ class ProblemAdapter:
             outputs=definition.outputs,
             cases=cases,
             references=_references(path, metadata, len(cases)),
+            workload_digest=workload_digest,
         )
 
 
-def _read_cases(path: Path, progress: Progress) -> Iterator[CaseItem]:
+def _read_cases(path: Path, progress: Progress) -> Iterator[tuple[dict[str, Any], CaseItem]]:
+    """Each case as written, and as the index keeps it."""
     if not path.is_file():
         return
     for index, (line, value) in enumerate(iter_json_lines(path, progress)):
         workload = validate_record(ProblemWorkload, value, path, line)
-        yield CaseItem(index, workload.uuid, workload.axes, workload.inputs, workload.tolerance)
+        yield value, CaseItem(index, workload.uuid, workload.axes, workload.inputs, workload.tolerance)
 
 
 def _references(path: Path, metadata: ProblemMetadata, case_count: int) -> list[ReferenceItem]:

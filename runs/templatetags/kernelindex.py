@@ -9,6 +9,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from records.canonical import short_digest as _short_digest
+from runs.highlight import highlight
 
 register = template.Library()
 
@@ -58,6 +59,17 @@ def json_highlight(text: str) -> SafeString:
         position = match.end()
     pieces.append(escape(text[position:]))
     return mark_safe("".join(pieces))  # every piece above is escaped
+
+
+@register.filter
+def source_highlight(code: str, path: str) -> SafeString:
+    """Source code as escaped HTML, highlighted by the language its path names."""
+    return highlight(code, path)
+
+
+@register.filter
+def line_count(text: str) -> int:
+    return len(text.splitlines())
 
 
 @register.filter

@@ -8,7 +8,8 @@ from django.utils import timezone
 
 from attestations.models import Attestation
 from runs.models import Run
-from tests.attestations.conftest import HTMX, note_data, text_of
+from tests.attestations.form_data import note_data
+from tests.pages import HTMX, visible_text
 
 THANKS = "Thanks — your note will appear once a moderator approves it."
 
@@ -38,7 +39,7 @@ def test_with_htmx_a_note_swaps_in_a_thank_you_and_waits_for_moderation(client: 
     html = response.content.decode()
     assert "<html" not in html
     assert html.strip().startswith('<div id="note-form"')
-    assert THANKS in text_of(html)
+    assert THANKS in visible_text(html)
     attestation = Attestation.objects.get()
     assert attestation.run == run
     assert attestation.status == Attestation.Status.PENDING
@@ -54,9 +55,9 @@ def test_without_javascript_a_note_redirects_to_the_notes_section_with_a_message
     assert response["Location"] == f"{run.get_absolute_url()}#notes"
     page = client.get(response["Location"])
     notes = page.content.decode().split('id="notes"', 1)[1].split("</section>", 1)[0]
-    assert THANKS in text_of(notes)
+    assert THANKS in visible_text(notes)
     # Pending: the page still has nothing to show.
-    assert "No attestations yet." in text_of(notes)
+    assert "No attestations yet." in visible_text(notes)
     assert "Ran the submission" not in page.content.decode()
 
 
@@ -70,7 +71,7 @@ def test_with_htmx_field_errors_come_back_in_the_fragment(client: Client, run: R
     response = client.post(notes_url(run), note_data(outcome="", gpu="", body="kept <b>text</b>"), headers=HTMX)
     # htmx 2 swaps no 4xx by default: the errors must come with a 200 to reach the reader.
     assert response.status_code == 200
-    text = text_of(response.content)
+    text = visible_text(response.content)
     assert "Say how the reproduction came out." in text
     assert "Name the GPU you ran it on." in text
     assert "kept &lt;b&gt;text&lt;/b&gt;" in response.content.decode()
@@ -82,8 +83,8 @@ def test_without_javascript_field_errors_come_on_a_page_with_422(client: Client,
     assert response.status_code == 422
     html = response.content.decode()
     assert "<html" in html
-    assert "Only a reproduction has an outcome; leave it empty for a note." in text_of(html)
-    assert "Write the note." in text_of(html)
+    assert "Only a reproduction has an outcome; leave it empty for a note." in visible_text(html)
+    assert "Write the note." in visible_text(html)
     assert not Attestation.objects.exists()
 
 
@@ -112,7 +113,7 @@ def test_latency_is_typed_with_a_unit_and_kept_in_nanoseconds(
 )
 def test_a_bad_latency_is_a_field_error(client: Client, run: Run, value: str, unit: str, error: str) -> None:
     response = client.post(notes_url(run), note_data(latency_value=value, latency_unit=unit), headers=HTMX)
-    assert error in text_of(response.content)
+    assert error in visible_text(response.content)
     assert not Attestation.objects.exists()
 
 
@@ -130,7 +131,7 @@ def test_the_submitted_status_is_ignored(client: Client, run: Run) -> None:
 
 def test_a_filled_honeypot_is_thanked_and_dropped(client: Client, run: Run) -> None:
     response = client.post(notes_url(run), note_data(website="http://spam.example"), headers=HTMX)
-    assert THANKS in text_of(response.content)
+    assert THANKS in visible_text(response.content)
     assert not Attestation.objects.exists()
 
 
@@ -139,19 +140,19 @@ def test_a_withdrawn_run_accepts_no_notes(client: Client, run: Run) -> None:
     refusal = "This run was withdrawn on"
 
     page = client.get(notes_url(run))
-    assert refusal in text_of(page.content)
+    assert refusal in visible_text(page.content)
     assert "<form" not in page.content.decode().split('id="note-form"', 1)[1]
     run_page = client.get(run.get_absolute_url()).content.decode()
-    assert refusal in text_of(run_page)
+    assert refusal in visible_text(run_page)
     assert f'href="{notes_url(run)}"' not in run_page  # no way to a form that would refuse
 
     with_htmx = client.post(notes_url(run), note_data(), headers=HTMX)
     assert with_htmx.status_code == 200
-    assert "it accepts no new notes." in text_of(with_htmx.content)
+    assert "it accepts no new notes." in visible_text(with_htmx.content)
 
     without_js = client.post(notes_url(run), note_data())
     assert without_js.status_code == 409
-    assert "it accepts no new notes." in text_of(without_js.content)
+    assert "it accepts no new notes." in visible_text(without_js.content)
     assert not Attestation.objects.exists()
 
 

@@ -9,7 +9,7 @@ from django.test import Client
 
 from attestations.models import Attestation, IssueReport
 from runs.models import Run
-from tests.attestations.conftest import text_of
+from tests.pages import visible_text
 
 CHANGELIST = "/admin/attestations/attestation/"
 REPORTS = "/admin/attestations/issuereport/"
@@ -36,10 +36,10 @@ def test_the_queue_filters_searches_and_links_to_the_run(admin_client: Client, r
     for choice in ("?status__exact=pending", "?kind__exact=note", "?outcome__exact=not_reproduced"):
         assert choice in page
 
-    assert "1 result" in text_of(admin_client.get(CHANGELIST, {"status__exact": "pending"}).content)
-    by_run = text_of(admin_client.get(CHANGELIST, {"q": other.run_id}).content)
+    assert "1 result" in visible_text(admin_client.get(CHANGELIST, {"status__exact": "pending"}).content)
+    by_run = visible_text(admin_client.get(CHANGELIST, {"q": other.run_id}).content)
     assert other.run_id in by_run and run.run_id not in by_run
-    assert "1 result" in text_of(admin_client.get(CHANGELIST, {"q": "haystack"}).content)
+    assert "1 result" in visible_text(admin_client.get(CHANGELIST, {"q": "haystack"}).content)
 
 
 def test_approve_and_reject_record_who_and_when(admin_client: Client, admin_user: User, run: Run) -> None:
@@ -53,7 +53,7 @@ def test_approve_and_reject_record_who_and_when(admin_client: Client, admin_user
     assert keep.moderated_at is not None and drop.moderated_at is not None
 
     page = Client().get(run.get_absolute_url()).content.decode()
-    assert "keep" in text_of(page.split('id="notes"', 1)[1].split("</section>", 1)[0])
+    assert "keep" in visible_text(page.split('id="notes"', 1)[1].split("</section>", 1)[0])
     assert ">drop<" not in page
 
 
@@ -63,7 +63,7 @@ def test_approving_twice_keeps_the_first_decision(admin_client: Client, run: Run
     attestation.refresh_from_db()
     first = attestation.moderated_at
     response = admin_client.post(CHANGELIST, {"action": "approve", "_selected_action": [attestation.pk]}, follow=True)
-    assert "0 approved (1 already approved)." in text_of(response.content)
+    assert "0 approved (1 already approved)." in visible_text(response.content)
     attestation.refresh_from_db()
     assert attestation.moderated_at == first
 
@@ -95,7 +95,7 @@ def test_report_actions(admin_client: Client, admin_user: User, run: Run) -> Non
         act(admin_client, REPORTS, action, report)
     statuses = [(r.status, r.moderated_by) for r in IssueReport.objects.order_by("body")]
     assert statuses == [("triaged", admin_user), ("resolved", admin_user), ("dismissed", admin_user)]
-    assert "1 result" in text_of(admin_client.get(REPORTS, {"q": '"report 1"'}).content)
+    assert "1 result" in visible_text(admin_client.get(REPORTS, {"q": '"report 1"'}).content)
 
 
 def test_only_staff_reach_the_queue(client: Client, run: Run) -> None:

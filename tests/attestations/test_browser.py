@@ -2,35 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import connections
 
 from attestations.models import Attestation
 from runs.models import Run
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        pytest.skip("no chromium on this machine (CI installs Debian's)")
-    # Playwright's sync API runs an event loop in this thread; the ORM calls in the test are still synchronous.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        yield browser
-        browser.close()
-        # Queries made while Playwright runs hold a connection pytest-django never closes; on PostgreSQL
-        # it would block dropping the test database.
-        connections.close_all()
 
 
 @pytest.fixture

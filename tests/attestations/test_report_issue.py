@@ -7,7 +7,8 @@ from django.utils import timezone
 
 from attestations.models import IssueReport
 from runs.models import Run
-from tests.attestations.conftest import HTMX, report_data, text_of
+from tests.attestations.form_data import report_data
+from tests.pages import HTMX, visible_text
 
 THANKS = "Thanks — your report went to the moderators; it is not published."
 
@@ -20,7 +21,7 @@ def test_the_form_has_a_page_of_its_own(client: Client, run: Run) -> None:
     response = client.get(report_url(run))
     assert response.status_code == 200
     html = response.content.decode()
-    assert "Report an issue with this run" in text_of(html)
+    assert "Report an issue with this run" in visible_text(html)
     assert f'action="{report_url(run)}"' in html
     assert f'hx-post="{report_url(run)}"' in html
     for category in ("wrong numbers", "broken correctness", "duplicate", "license", "other"):
@@ -31,7 +32,7 @@ def test_with_htmx_a_report_swaps_in_a_thank_you(client: Client, run: Run) -> No
     response = client.post(report_url(run), report_data(contact="me@example.org"), headers=HTMX)
     assert response.status_code == 200
     assert response.content.decode().strip().startswith('<div id="report-form"')
-    assert THANKS in text_of(response.content)
+    assert THANKS in visible_text(response.content)
     report = IssueReport.objects.get()
     assert (report.run, report.category, report.status) == (run, "wrong_numbers", "open")
     assert report.contact == "me@example.org"
@@ -43,7 +44,7 @@ def test_without_javascript_a_report_redirects_to_the_report_section(client: Cli
     assert response["Location"] == f"{run.get_absolute_url()}#report"
     page = client.get(response["Location"]).content.decode()
     section = page.split('id="report"', 1)[1].split("</section>", 1)[0]
-    assert THANKS in text_of(section)
+    assert THANKS in visible_text(section)
     # Reports are private: neither the body nor the contact reaches the page.
     assert "alert(1)" not in page
     assert IssueReport.objects.get().body == "<script>alert(1)</script>"
@@ -52,17 +53,17 @@ def test_without_javascript_a_report_redirects_to_the_report_section(client: Cli
 def test_field_errors(client: Client, run: Run) -> None:
     with_htmx = client.post(report_url(run), report_data(category="", body=""), headers=HTMX)
     assert with_htmx.status_code == 200
-    assert text_of(with_htmx.content).count("This field is required.") == 2
+    assert visible_text(with_htmx.content).count("This field is required.") == 2
 
     without_js = client.post(report_url(run), report_data(category="rude"))
     assert without_js.status_code == 422
-    assert "Select a valid choice. rude is not one of the available choices." in text_of(without_js.content)
+    assert "Select a valid choice. rude is not one of the available choices." in visible_text(without_js.content)
     assert not IssueReport.objects.exists()
 
 
 def test_an_overlong_body_is_refused(client: Client, run: Run) -> None:
     response = client.post(report_url(run), report_data(body="x" * 4001), headers=HTMX)
-    assert "Ensure this value has at most 4000 characters (it has 4001)." in text_of(response.content)
+    assert "Ensure this value has at most 4000 characters (it has 4001)." in visible_text(response.content)
     assert not IssueReport.objects.exists()
 
 

@@ -13,7 +13,7 @@ from pytest_django import DjangoAssertNumQueries
 from attestations.models import Attestation
 from attestations.selectors import approved_attestations, count_attestations
 from runs.models import Run
-from tests.attestations.conftest import text_of
+from tests.pages import visible_text
 
 NEVER_CHANGES = (
     "Community attestations. They never change the evidence level; only a KernelIndex-controlled rerun does."
@@ -41,7 +41,7 @@ def attest(run: Run, days_ago: int = 0, **fields: Any) -> Attestation:
 def test_with_no_attestations_the_section_says_so(run: Run, rf: RequestFactory) -> None:
     html = render_section("notes", run, rf)
     assert html.strip().startswith('<section id="notes"')
-    text = text_of(html)
+    text = visible_text(html)
     assert text.startswith("Replications and notes")
     assert "No attestations yet." in text
     assert NEVER_CHANGES in text
@@ -61,7 +61,7 @@ def test_approved_attestations_are_shown_newest_first(run: Run, rf: RequestFacto
     attest(run, status="pending", body="Pending words")
     attest(run, status="rejected", body="Rejected words")
 
-    text = text_of(render_section("notes", run, rf))
+    text = visible_text(render_section("notes", run, rf))
     assert "No attestations yet." not in text
     assert "Pending words" not in text and "Rejected words" not in text
     assert "2 reproductions (1 reproduced, 1 not reproduced) · 1 note" in text

@@ -14,5 +14,7 @@ def test_healthz_answers_ok_without_touching_the_database(client: Client) -> Non
     assert "no-cache" in response["Cache-Control"]
 
 
-def test_healthz_answers_only_get(client: Client) -> None:
+def test_healthz_answers_get_and_head_only(client: Client) -> None:
+    head = client.head("/healthz")
+    assert (head.status_code, head.content, head["Content-Type"]) == (200, b"", "text/plain")
     assert client.post("/healthz").status_code == 405

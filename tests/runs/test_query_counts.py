@@ -7,25 +7,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection
 from django.test import Client
-from django.test.utils import CaptureQueriesContext
 
 from runs.models import Run
 from tests.conftest import ImportRuns
-from tests.pages import sol_records, write_jsonl
+from tests.pages import queries_for, sol_records, write_jsonl
 
 
 @pytest.fixture(autouse=True)
 def render_every_request(settings: Any) -> None:
     """These count what rendering a page costs; a page served from the cache makes no query at all."""
     settings.PAGE_CACHE_SECONDS = 0
-
-
-def queries_for(client: Client, url: str) -> int:
-    with CaptureQueriesContext(connection) as captured:
-        assert client.get(url).status_code == 200
-    return len(captured)
 
 
 def add_notes(run: Run, count: int) -> None:

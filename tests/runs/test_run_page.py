@@ -95,7 +95,10 @@ def test_the_json_twin_is_the_canonical_manifest_byte_for_byte(client: Client, s
     response = client.get(f"/runs/{seed_run.run_id}.json")
     assert response["Content-Type"] == "application/json"
     manifest = json.loads(response.content)
-    assert set(manifest) == {"run", "protocol", "environment", "provenance"}
+    # The documents, and beside them the index's own state of the run, which no digest covers.
+    assert set(manifest) == {"run", "protocol", "environment", "provenance", "evidence", "reruns"}
+    assert manifest["evidence"]["level"] == "reported"
+    assert manifest["reruns"] == []
     # Each document sits in the twin exactly as its digest was computed.
     text = response.content.decode()
     for role, digest in (("run", seed_run.digest), ("protocol", seed_run.protocol_digest)):

@@ -37,6 +37,7 @@ class Command(BaseCommand):
         try:
             units = discover(options["paths"], source=options["source"], redigest=options["redigest"])
         except RecordError as error:
+            record_failure(None, error, options["source"] or "")
             raise CommandError(str(error)) from None
         if not units:
             raise CommandError("no JSON or JSONL files found under the given paths")
@@ -83,6 +84,8 @@ def summary(result: ImportResult) -> str:
         parts.append(f"{plural(result.definitions, 'definition')} new or changed")
     if result.boards:
         parts.append(f"{plural(result.boards, 'board snapshot')} new or changed")
+    if result.documents:
+        parts.append(f"{plural(result.documents, 'document')} new")
     parts.extend(f"skipped {reason}" for reason in result.skipped)
     return "; ".join(parts) or "nothing new"
 

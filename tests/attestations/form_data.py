@@ -1,31 +1,6 @@
-"""Fixtures for the attestation tests: a real imported run, htmx and plain clients."""
+"""Form data for the attestation tests."""
 
 from __future__ import annotations
-
-import re
-from html import unescape
-from pathlib import Path
-
-import pytest
-
-from runs.models import Run
-from tests.conftest import ImportRuns
-
-HTMX = {"HX-Request": "true"}
-
-
-@pytest.fixture
-def run(import_runs: ImportRuns, sample: Path) -> Run:
-    import_runs(sample / "sol-execbench" / "submissions.jsonl")
-    found = Run.objects.order_by("run_id").first()
-    assert found is not None
-    return found
-
-
-def text_of(html: str | bytes) -> str:
-    """What a reader sees: tags become spaces, entities characters, whitespace single spaces."""
-    page = html.decode() if isinstance(html, bytes) else html
-    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]*>", " ", page))).strip()
 
 
 def note_data(**fields: str) -> dict[str, str]:

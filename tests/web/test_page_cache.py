@@ -7,6 +7,7 @@ which runs the commit callbacks as a real commit would.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -16,32 +17,24 @@ import pytest
 from django.contrib.auth.models import AnonymousUser, User
 from django.contrib.messages.storage.cookie import CookieStorage
 from django.core.cache import cache as django_cache
-from django.db import connection
+from django.core.cache import caches
 from django.http import HttpRequest, HttpResponse
 from django.template import RequestContext, Template
 from django.test import Client, RequestFactory
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from attestations.models import Attestation
-from runs import cache
+from records.canonical import canonical_text
+from records.manifest import INDEX_MEMBERS
 from runs.models import Run
 from runs.selectors import run_documents, run_manifest_text
 from runs.services import restore_run, withdraw_run
 from tests.conftest import ImportRuns
-from tests.pages import sol_records, visible_text, write_jsonl
+from tests.pages import HTMX, queries_for, sol_records, visible_text, write_jsonl
+from web import cache
 
-HTMX = {"HX-Request": "true"}
 NOTE_THANKS = "Thanks — your note will appear once a moderator approves it."
 TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
-
-
-@pytest.fixture
-def run(import_runs: ImportRuns, sample: Path) -> Run:
-    import_runs(sample / "sol-execbench" / "submissions.jsonl")
-    found = Run.objects.filter(status="passed").select_related("group").order_by("latency_ns").first()
-    assert found is not None
-    return found
 
 
 def page_text(client: Client, url: str) -> str:
@@ -53,12 +46,6 @@ def page_text(client: Client, url: str) -> str:
 def tokens(html: bytes) -> list[str]:
     """Every CSRF token on a page: each form's hidden field (htmx posts it with the form)."""
     return TOKEN.findall(html.decode())
-
-
-def queries(client: Client, url: str) -> int:
-    with CaptureQueriesContext(connection) as captured:
-        assert client.get(url).status_code == 200
-    return len(captured)
 
 
 # -- served from the cache -----------------------------------------------------------
@@ -82,18 +69,22 @@ def test_a_page_seen_before_is_served_without_a_query(client: Client, run: Run) 
         f"/documents/{run.digest}.json",
     ]
     for url in urls:
-        assert queries(client, url) > 0, url
-        assert queries(Client(), url) == 0, url
+        assert queries_for(client, url) > 0, url
+        assert queries_for(Client(), url) == 0, url
 
 
 def test_the_json_twin_from_the_cache_is_the_canonical_manifest_byte_for_byte(client: Client, run: Run) -> None:
-    manifest = run_manifest_text(run, run_documents(run)).encode()
+    manifest = run_manifest_text(run, run_documents(run))
+    served = []
     for _ in range(2):
         response = client.get(f"{run.get_absolute_url()}.json")
-        assert response.content == manifest
+        served.append(response.content)
+        twin = json.loads(response.content)
+        assert canonical_text({key: value for key, value in twin.items() if key not in INDEX_MEMBERS}) == manifest
         assert response["Content-Type"] == "application/json"
         assert response["Content-Disposition"] == f'inline; filename="run-{run.run_id}.manifest.json"'
         assert "csrftoken" not in response.cookies
+    assert served[0] == served[1]
 
 
 def test_the_htmx_fragment_and_the_full_page_are_cached_apart(client: Client, run: Run) -> None:
@@ -169,7 +160,7 @@ def test_a_withdrawal_retires_cached_pages_only_once_it_commits(client: Client, 
     page = run.get_absolute_url()
     page_text(client, page)
     withdraw_run(run, "Not committed yet.")  # the test's transaction never commits
-    assert queries(client, page) == 0
+    assert queries_for(client, page) == 0
 
 
 def test_an_imported_run_shows_at_once(
@@ -202,8 +193,8 @@ def test_a_new_release_never_serves_pages_the_last_one_rendered(
     client: Client, run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     page_text(client, run.get_absolute_url())
-    monkeypatch.setattr(cache, "code_version", lambda: "the next release")
-    assert queries(client, run.get_absolute_url()) > 0
+    monkeypatch.setattr(cache, "release_id", lambda: "the next release")
+    assert queries_for(client, run.get_absolute_url()) > 0
 
 
 # -- never shared ------------------------------------------------------------------
@@ -249,7 +240,7 @@ def test_a_form_opened_on_a_cached_page_posts_with_its_token(run: Run) -> None:
 
 
 def test_a_page_that_uses_the_visitors_csrf_token_is_never_kept(rf: RequestFactory, db: None) -> None:
-    @cache.cached_page
+    @cache.cached_page()
     def form_page(request: HttpRequest) -> HttpResponse:
         return HttpResponse(Template("<form>{% csrf_token %}</form>").render(RequestContext(request)))
 
@@ -279,13 +270,151 @@ def test_the_thanks_after_a_post_without_javascript_shows_to_its_sender_alone(ru
 def test_a_signed_in_moderator_gets_a_page_of_their_own(admin_user: User, run: Run) -> None:
     moderator, visitor = Client(), Client()
     moderator.force_login(admin_user)
-    assert queries(moderator, run.get_absolute_url()) > 0
-    assert queries(visitor, run.get_absolute_url()) > 0  # what the moderator got was not kept for others
-    assert queries(visitor, run.get_absolute_url()) == 0
-    assert queries(moderator, run.get_absolute_url()) > 0  # nor are they served what others got
+    assert queries_for(moderator, run.get_absolute_url()) > 0
+    assert queries_for(visitor, run.get_absolute_url()) > 0  # what the moderator got was not kept for others
+    assert queries_for(visitor, run.get_absolute_url()) == 0
+    assert queries_for(moderator, run.get_absolute_url()) > 0  # nor are they served what others got
 
 
 def test_pages_are_rendered_every_time_when_the_cache_is_off(client: Client, run: Run, settings: Any) -> None:
     settings.PAGE_CACHE_SECONDS = 0
-    assert queries(client, run.get_absolute_url()) > 0
-    assert queries(client, run.get_absolute_url()) > 0
+    assert queries_for(client, run.get_absolute_url()) > 0
+    assert queries_for(client, run.get_absolute_url()) > 0
+
+
+# -- keyed on what the view reads ----------------------------------------------------
+
+
+def test_query_parameters_a_page_does_not_read_share_its_cached_entry(client: Client, run: Run) -> None:
+    page = run.get_absolute_url()
+    assert queries_for(client, f"{page}?junk=1") > 0
+    for n in range(2, 12):
+        assert queries_for(Client(), f"{page}?junk={n}") == 0
+    assert queries_for(Client(), page) == 0
+    assert queries_for(Client(), "/?q=softmax&utm_source=mail") > 0
+    assert queries_for(Client(), "/?q=softmax&utm_source=news") == 0
+    assert queries_for(Client(), "/?q=other") > 0  # a parameter the page does read makes a page of its own
+
+
+def test_parameters_a_page_does_not_read_never_show_on_it(
+    client: Client, import_runs: ImportRuns, tmp_path: Path
+) -> None:
+    import_runs(write_jsonl(tmp_path / "many.jsonl", sol_records(60)))
+    listing = client.get("/index.json?page=1&tracking=<b>x</b>").json()
+    assert listing["next"].endswith("/index.json?page=2")
+    assert "tracking" not in client.get("/?page=1&tracking=abc").content.decode()
+
+
+# -- scoped retirement ---------------------------------------------------------------
+
+
+def test_retiring_a_run_renders_its_page_again_and_no_other(
+    client: Client, run: Run, django_capture_on_commit_callbacks: Any
+) -> None:
+    other = Run.objects.exclude(group=run.group).first()
+    assert other is not None
+    for page in (run.get_absolute_url(), other.get_absolute_url(), "/"):
+        page_text(client, page)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        cache.retire_pages_on_commit(f"run:{run.run_id}")
+    assert queries_for(client, run.get_absolute_url()) > 0
+    assert queries_for(client, other.get_absolute_url()) == 0
+    assert queries_for(client, "/") == 0
+    assert queries_for(client, run.get_absolute_url()) == 0  # and kept again
+
+
+def test_retiring_a_group_renders_its_leaderboard_and_its_runs_pages_again(
+    client: Client, import_runs: ImportRuns, tmp_path: Path, django_capture_on_commit_callbacks: Any
+) -> None:
+    import_runs(write_jsonl(tmp_path / "group.jsonl", sol_records(2)))
+    import_runs(write_jsonl(tmp_path / "other.jsonl", sol_records(1, kernel_id=9, start_id=800_000)))
+    run, neighbour = Run.objects.filter(external_id__startswith="9").order_by("external_id")
+    [stranger] = Run.objects.filter(external_id__startswith="8")
+    pages = [run.group.get_absolute_url(), run.get_absolute_url(), neighbour.get_absolute_url()]
+    for page in [*pages, stranger.get_absolute_url()]:
+        page_text(client, page)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        cache.retire_pages_on_commit(f"group:{run.group.key}")
+    for page in pages:
+        assert queries_for(client, page) > 0, page
+    assert queries_for(client, stranger.get_absolute_url()) == 0
+
+
+def test_retiring_lists_renders_the_lists_again_and_not_run_pages(
+    client: Client, run: Run, django_capture_on_commit_callbacks: Any
+) -> None:
+    for page in ("/", "/index.json", "/sources/sol-execbench", run.get_absolute_url()):
+        page_text(client, page)
+    with django_capture_on_commit_callbacks(execute=True):
+        cache.retire_pages_on_commit("lists")
+    for page in ("/", "/index.json", "/sources/sol-execbench"):
+        assert queries_for(client, page) > 0, page
+    assert queries_for(client, run.get_absolute_url()) == 0
+
+
+def test_a_scope_retired_before_its_transaction_commits_is_still_served(client: Client, run: Run) -> None:
+    page_text(client, run.get_absolute_url())
+    cache.retire_pages_on_commit(f"run:{run.run_id}")  # the test's transaction never commits
+    assert queries_for(client, run.get_absolute_url()) == 0
+
+
+# -- the release ---------------------------------------------------------------------
+
+
+def test_the_release_is_taken_from_the_environment(settings: Any) -> None:
+    cache.release_id.cache_clear()
+    settings.RELEASE_ID = "2026.12.01-1"
+    try:
+        assert cache.release_id() == "2026.12.01-1"
+    finally:
+        cache.release_id.cache_clear()
+
+
+def test_the_release_defaults_to_the_checked_out_commit(tmp_path: Path) -> None:
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    git = tmp_path / "main" / ".git"
+    (git / "refs" / "heads").mkdir(parents=True)
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    (git / "refs" / "heads" / "main").write_text(commit + "\n")
+    assert cache.git_commit(tmp_path / "main") == commit
+
+    # A worktree: a .git file pointing at its own git directory, whose branch ref is packed in the main one.
+    worktree_git = git / "worktrees" / "serve"
+    worktree_git.mkdir(parents=True)
+    (worktree_git / "HEAD").write_text("ref: refs/heads/serve\n")
+    (worktree_git / "commondir").write_text("../..\n")
+    (git / "packed-refs").write_text(f"# pack-refs with: peeled\n{commit[::-1]} refs/heads/serve\n")
+    (tmp_path / "serve").mkdir()
+    (tmp_path / "serve" / ".git").write_text(f"gitdir: {worktree_git}\n")
+    assert cache.git_commit(tmp_path / "serve") == commit[::-1]
+
+    assert cache.git_commit(tmp_path / "nowhere") is None
+
+
+def test_a_process_that_never_rendered_a_page_still_sees_its_scopes_retired(
+    client: Client, run: Run, django_capture_on_commit_callbacks: Any
+) -> None:
+    page_text(client, run.get_absolute_url())
+    cache._learned_scopes.clear()  # as in another worker, which only finds the page in the cache
+    with django_capture_on_commit_callbacks(execute=True):
+        cache.retire_pages_on_commit(f"group:{run.group.key}")
+    assert queries_for(client, run.get_absolute_url()) > 0
+
+
+def test_a_run_page_seen_before_costs_one_cache_round_trip(
+    client: Client, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page_text(client, run.get_absolute_url())
+    calls: list[list[str]] = []
+    backend = caches["default"]  # the backend itself, behind the `cache` proxy web/cache.py uses
+    real_get_many = backend.get_many
+
+    def counted(keys: list[str], *args: Any, **kwargs: Any) -> dict[str, Any]:
+        calls.append(list(keys))
+        return real_get_many(keys, *args, **kwargs)
+
+    monkeypatch.setattr(backend, "get_many", counted)
+    assert queries_for(client, run.get_absolute_url()) == 0
+    assert len(calls) == 1

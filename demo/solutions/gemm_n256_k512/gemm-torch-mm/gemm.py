@@ -1,0 +1,5 @@
+import torch
+
+
+def gemm(A, B, C):
+    torch.mm(A, B, out=C)

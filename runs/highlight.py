@@ -1,0 +1,60 @@
+"""A small source highlighter for kernels: Python (PyTorch, Triton) and the C family (CUDA, C++).
+
+It wraps comments, strings, numbers, keywords and decorators in spans on the
+server, so code reads highlighted without JavaScript, and reads as plain text
+where the stylesheet is missing. Everything else is escaped as it is.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+PYTHON_KEYWORDS = (  # noqa: SIM905 - a word list reads better as words
+    "False None True and as assert async await break class continue def del elif else except finally for from "
+    "global if import in is lambda nonlocal not or pass raise return try while with yield"
+).split()
+C_KEYWORDS = (  # noqa: SIM905
+    "auto bool break case char const constexpr continue default do double else enum extern float for if inline "
+    "int long namespace return short signed sizeof static struct switch template typedef typename unsigned using "
+    "void volatile while __global__ __device__ __host__ __shared__ __restrict__ __syncthreads"
+).split()
+
+
+def _tokens(comment: str, keywords: list[str], extra: str = "") -> re.Pattern[str]:
+    return re.compile(
+        rf"(?P<comment>{comment})"
+        r'|(?P<string>"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\')'
+        + extra
+        + r"|(?P<number>\b\d+(?:\.\d*)?(?:[eE][-+]?\d+)?\b)"
+        + rf"|(?P<keyword>\b(?:{'|'.join(re.escape(word) for word in keywords)})\b)",
+        re.MULTILINE,
+    )
+
+
+PYTHON = _tokens(r"#[^\n]*", PYTHON_KEYWORDS, r"|(?P<decorator>^[ \t]*@[\w.]+)")
+C_FAMILY = _tokens(r"//[^\n]*|/\*[\s\S]*?\*/", C_KEYWORDS, r"|(?P<preprocessor>^[ \t]*#[^\n]*)")
+LANGUAGES = {".py": PYTHON, ".cu": C_FAMILY, ".cuh": C_FAMILY, ".cpp": C_FAMILY, ".cc": C_FAMILY, ".h": C_FAMILY}
+
+
+def language_of(path: str) -> str:
+    """'kernel.cu' -> 'cu'; the highlighter to use for a file, '' where there is none."""
+    suffix = "." + path.rsplit(".", 1)[-1] if "." in path else ""
+    return suffix[1:] if suffix in LANGUAGES else ""
+
+
+def highlight(code: str, path: str) -> SafeString:
+    """The code as HTML: escaped, with tokens of known languages wrapped in `<span class="s-kind">`."""
+    pattern = LANGUAGES.get("." + language_of(path)) if language_of(path) else None
+    if pattern is None:
+        return escape(code)
+    pieces: list[str] = []
+    position = 0
+    for match in pattern.finditer(code):
+        pieces.append(escape(code[position : match.start()]))
+        pieces.append(f'<span class="s-{match.lastgroup}">{escape(match.group())}</span>')
+        position = match.end()
+    pieces.append(escape(code[position:]))
+    return mark_safe("".join(pieces))  # every piece above is escaped

@@ -1,0 +1,446 @@
+"""Controlled reruns: asked for by moderators, run by workers on KernelIndex's own hardware.
+
+The `RerunRequest` row is the source of truth; the broker only carries its id.
+A worker claims a queued request with a conditional UPDATE, so a message
+delivered twice runs once; it writes a heartbeat while the harness runs, and
+writes the result in one transaction, only while its claim still holds. The
+sweep re-sends requests the broker lost and takes back those whose worker
+stopped heartbeating. Only a rerun's verdict moves a run's evidence level.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from records.canonical import canonical_text, parse_json
+from records.rerun import INCONCLUSIVE, RerunOf, rerun_manifest, verdict
+from records.sources.artifacts import harness_definition
+from records.sources.hardware import hardware_class
+from runs.ingest import import_manifest
+from runs.models import Document, EvidenceChange, RerunRequest, Run
+from runs.selectors import LISTS, run_scopes
+from web.cache import retire_pages, retire_pages_on_commit
+
+logger = logging.getLogger(__name__)
+
+SYSTEM_USERNAME = "kernelindex"
+LOG_TAIL_CHARS = 4000
+# What a harness process may see of the worker's environment: nothing of the app's settings or secrets.
+HARNESS_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "CUDA_VISIBLE_DEVICES", "KERNELINDEX_HARDWARE_CLASS")
+
+
+class RerunRefusedError(Exception):
+    """A rerun that cannot be asked for; the message says why, for the moderator."""
+
+
+@dataclass(frozen=True)
+class HarnessOutcome:
+    """What one harness process left: its JSON result (None if it produced none), its log's tail, its time."""
+
+    result: dict[str, Any] | None
+    log_tail: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    workload: dict[str, Any]
+    implementation: dict[str, Any]
+
+
+# -- asking ------------------------------------------------------------------------
+
+
+def runnable_artifacts(run: Run) -> Artifacts:
+    """The run's definition (with its reference and cases) and solution, or RerunRefusedError saying what is missing."""
+    documents = Document.objects.in_bulk([d for d in (run.workload_digest, run.implementation_digest) if d])
+    workload = documents.get(run.workload_digest)
+    implementation = documents.get(run.implementation_digest)
+    if implementation is None or not _solution_sources(implementation.value):
+        raise RerunRefusedError("this run published no solution sources, so there is nothing to rerun")
+    if workload is None or not _reference(workload.value):
+        raise RerunRefusedError("this run's definition has no reference implementation to check a rerun against")
+    return Artifacts(workload.value, implementation.value)
+
+
+def _solution_sources(implementation: dict[str, Any]) -> list[Any]:
+    solution = implementation["spec"].get("solution") or {}
+    sources = solution.get("sources") if isinstance(solution, dict) else None
+    return sources if isinstance(sources, list) else []
+
+
+def _reference(workload: dict[str, Any]) -> str:
+    document = (workload["spec"].get("definition") or {}).get("document") or {}
+    reference = document.get("reference") if isinstance(document, dict) else None
+    return reference if isinstance(reference, str) else ""
+
+
+def run_hardware_class(run: Run) -> str:
+    environment = Document.objects.filter(digest=run.environment_digest).first()
+    if environment is None:
+        return hardware_class({"product": run.hardware})
+    return hardware_class(environment.value["spec"]["hardware"])
+
+
+def request_rerun(
+    run: Run, *, user: AbstractBaseUser | AnonymousUser | None, hardware: str | None = None, reason: str = ""
+) -> RerunRequest:
+    """Store a request and send it once the transaction commits; refuse what cannot or need not run."""
+    if run.withdrawn_at is not None:
+        raise RerunRefusedError("this run is withdrawn")
+    runnable_artifacts(run)
+    hardware = (hardware or run_hardware_class(run)).strip().lower()
+    if not hardware or not all(c.isalnum() or c in "-_" for c in hardware):
+        raise RerunRefusedError(f"{hardware!r} is not a hardware class (e.g. cpu, nvidia-h100)")
+    try:
+        with transaction.atomic():
+            if RerunRequest.objects.active().filter(run=run).exists():
+                raise RerunRefusedError("a rerun of this run is already queued or running")
+            request = RerunRequest.objects.create(
+                run=run,
+                run_digest=run.digest,
+                hardware=hardware,
+                reason=reason.strip(),
+                requested_by=user if isinstance(user, get_user_model()) else None,
+            )
+            log_rerun(
+                request, f"Requested rerun #{request.pk} on {hardware}" + (f": {request.reason}" if reason else "")
+            )
+            retire_run_pages_on_commit(run)
+            transaction.on_commit(lambda: send_rerun(request.pk))
+    except IntegrityError:
+        # Two moderators at once: the constraint kept the second one out.
+        raise RerunRefusedError("a rerun of this run is already queued or running") from None
+    return request
+
+
+def send_rerun(request_id: int) -> bool:
+    """Hand the request's id to its hardware's queue. With the broker down the request stays queued, unsent."""
+    from runs.tasks import execute_rerun
+
+    request = RerunRequest.objects.filter(pk=request_id, state=RerunRequest.State.QUEUED).first()
+    if request is None:
+        return False
+    try:
+        execute_rerun.apply_async(args=(request.pk,), queue=request.queue, retry=False)
+    except Exception as error:  # any broker failure: the sweep sends it again later
+        logger.warning("rerun #%s not sent to %s: %s", request.pk, request.queue, error)
+        RerunRequest.objects.filter(pk=request.pk).update(send_error=f"not sent: {error}"[:500])
+        return False
+    RerunRequest.objects.filter(pk=request.pk).update(sent_at=timezone.now(), send_error="")
+    return True
+
+
+def cancel_rerun(request: RerunRequest, user: AbstractBaseUser | AnonymousUser) -> bool:
+    """Cancel a request no worker has claimed yet."""
+    cancelled = RerunRequest.objects.filter(pk=request.pk, state=RerunRequest.State.QUEUED).update(
+        state=RerunRequest.State.CANCELLED, finished_at=timezone.now()
+    )
+    if cancelled:
+        log_rerun(request, f"Cancelled rerun #{request.pk}", user=user if isinstance(user, AbstractBaseUser) else None)
+        retire_run_pages_on_commit(request.run)
+    return bool(cancelled)
+
+
+# -- running -------------------------------------------------------------------------
+
+
+def execute_rerun(request_id: int) -> None:
+    """What the Celery task does: claim, run the harness with a heartbeat, record the outcome."""
+    claim = claim_rerun(request_id, worker_name())
+    if claim is None:
+        return
+    request, attempt = claim
+    try:
+        artifacts = runnable_artifacts(request.run)
+    except RerunRefusedError as refusal:
+        record_failure(request, attempt, "NOT_RUNNABLE", str(refusal))
+        return
+    with tempfile.TemporaryDirectory(prefix=f"rerun-{request.pk}-") as folder:
+        outcome = run_harness(request, attempt, artifacts, Path(folder))
+    if outcome is None:
+        return  # the claim was lost: another attempt owns the request now
+    if outcome.result is None:
+        record_failure(request, attempt, "HARNESS_ERROR", "the harness produced no result", outcome)
+    else:
+        record_result(request, attempt, outcome.result, outcome)
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def claim_rerun(request_id: int, worker: str) -> tuple[RerunRequest, int] | None:
+    """Take a queued request for this worker; None when another has it or it is over."""
+    now = timezone.now()
+    claimed = RerunRequest.objects.filter(pk=request_id, state=RerunRequest.State.QUEUED).update(
+        state=RerunRequest.State.RUNNING,
+        attempts=F("attempts") + 1,
+        worker=worker,
+        started_at=now,
+        heartbeat_at=now,
+        finished_at=None,
+    )
+    if not claimed:
+        return None
+    request = RerunRequest.objects.select_related("run").get(pk=request_id)
+    retire_run_pages(request.run)
+    return request, request.attempts
+
+
+def _still_ours(request: RerunRequest, attempt: int) -> Q:
+    return Q(pk=request.pk, state=RerunRequest.State.RUNNING, attempts=attempt)
+
+
+def run_harness(request: RerunRequest, attempt: int, artifacts: Artifacts, folder: Path) -> HarnessOutcome | None:
+    """Run `python -m harness run` on the artifacts; None if the claim was lost meanwhile."""
+    command = harness_command(request, artifacts, folder)
+    environment = {name: os.environ[name] for name in HARNESS_ENVIRONMENT if name in os.environ}
+    log_path = folder / "harness.log"
+    started = time.monotonic()
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            command,
+            cwd=settings.BASE_DIR,
+            env=environment,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
+        )
+        claim_held = _heartbeat_until_done(process, request, attempt)
+    seconds = time.monotonic() - started
+    log_tail = log_path.read_bytes()[-LOG_TAIL_CHARS:].decode(errors="replace")
+    if not claim_held:
+        return None
+    output = folder / "result.json"
+    result = None
+    if process.returncode == 0 and output.is_file():
+        try:
+            result = parse_json(output.read_bytes())
+        except ValueError:
+            result = None
+    return HarnessOutcome(result, log_tail, seconds)
+
+
+def harness_command(request: RerunRequest, artifacts: Artifacts, folder: Path) -> list[str]:
+    """Write the definition, its cases and the solution in the formats the harness reads."""
+    # json.dumps, not the canonical form: the order of inputs and outputs is the order of the arguments.
+    (folder / "definition.json").write_text(json.dumps(harness_definition(artifacts.workload)))
+    cases = artifacts.workload["spec"].get("cases") or []
+    (folder / "workload.jsonl").write_text("".join(canonical_text(case) + "\n" for case in cases))
+    (folder / "solution.json").write_text(canonical_text(artifacts.implementation["spec"]["solution"]))
+    command = [sys.executable, "-m", "harness", "run"]
+    command += ["--definition", str(folder / "definition.json"), "--workload", str(folder / "workload.jsonl")]
+    command += ["--solution", str(folder / "solution.json"), "--json", str(folder / "result.json")]
+    command += ["--device", "cpu" if request.hardware == "cpu" else "cuda"]
+    command += ["--timeout", str(settings.RERUN_TIMEOUT_SECONDS), "--memory-mb", str(settings.RERUN_MEMORY_MB)]
+    if settings.RERUN_UNSANDBOXED:
+        command.append("--unsandboxed")
+    return command
+
+
+def _die_with_parent() -> None:
+    """In the harness process: die with the worker, so a killed worker leaves no evaluation running."""
+    import ctypes
+    import signal
+
+    PR_SET_PDEATHSIG = 1  # noqa: N806 (the kernel's name)
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _heartbeat_until_done(process: subprocess.Popen[bytes], request: RerunRequest, attempt: int) -> bool:
+    """Beat while the harness runs; if the claim was taken back meanwhile, stop the harness and say so."""
+    # The limit the harness enforces itself, and a margin for its start and its own clean-up.
+    deadline = settings.RERUN_TIMEOUT_SECONDS + 120
+    waited = 0.0
+    try:
+        while True:
+            try:
+                process.wait(timeout=settings.RERUN_HEARTBEAT_SECONDS)
+                return True
+            except subprocess.TimeoutExpired:
+                waited += settings.RERUN_HEARTBEAT_SECONDS
+            beat = RerunRequest.objects.filter(_still_ours(request, attempt)).update(heartbeat_at=timezone.now())
+            if not beat or waited > deadline:
+                process.kill()
+                process.wait()
+                return bool(beat)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def record_result(request: RerunRequest, attempt: int, result: dict[str, Any], outcome: HarnessOutcome) -> None:
+    """The result as a new run, the request's outcome and the original's evidence, in one transaction."""
+    with transaction.atomic():
+        if not RerunRequest.objects.select_for_update().filter(_still_ours(request, attempt)).exists():
+            return
+        run = Run.objects.select_related("definition").get(pk=request.run_id)
+        artifacts = runnable_artifacts(run)
+        of = RerunOf(run.run_id, request.run_digest, run.definition.name if run.definition else run.title, request.pk)
+        manifest = rerun_manifest(
+            of,
+            result,
+            workload=artifacts.workload,
+            implementation=artifacts.implementation,
+            observed_at=timezone.now().isoformat().replace("+00:00", "Z"),
+        )
+        result_run = import_manifest(manifest, f"rerun:{request.pk}")
+        decided = verdict(run.latency_ns, result, settings.RERUN_TOLERANCE)
+        passed = result.get("status") == "PASSED"
+        RerunRequest.objects.filter(pk=request.pk).update(
+            state=RerunRequest.State.SUCCEEDED if passed else RerunRequest.State.FAILED,
+            finished_at=timezone.now(),
+            result_run=result_run,
+            verdict=decided.level,
+            verdict_reason=decided.reason,
+            failure_status="" if passed else str(result.get("status") or ""),
+            failure_reason="" if passed else str(result.get("reason") or "")[-4000:],
+            log_tail=outcome.log_tail,
+            harness_seconds=outcome.seconds,
+        )
+        request.refresh_from_db()
+        said = f"Rerun #{request.pk} {request.state}: {request.failure_status or 'every case passed'}"
+        log_rerun(request, said + (f"; {decided.level.replace('_', ' ')}" if decided.level else ""))
+        refresh_evidence(run)
+        retire_run_pages_on_commit(run)
+        retire_pages_on_commit(*run_scopes(result_run))
+
+
+def record_failure(
+    request: RerunRequest, attempt: int, status: str, reason: str, outcome: HarnessOutcome | None = None
+) -> None:
+    with transaction.atomic():
+        failed = RerunRequest.objects.filter(_still_ours(request, attempt)).update(
+            state=RerunRequest.State.FAILED,
+            finished_at=timezone.now(),
+            failure_status=status,
+            failure_reason=reason,
+            log_tail=outcome.log_tail if outcome else "",
+            harness_seconds=outcome.seconds if outcome else None,
+        )
+        if failed:
+            log_rerun(request, f"Rerun #{request.pk} failed: {status}: {reason}")
+            retire_run_pages_on_commit(request.run)
+
+
+# -- evidence --------------------------------------------------------------------------
+
+
+def refresh_evidence(run: Run) -> EvidenceChange | None:
+    """Apply the evidence rule: the latest conclusive rerun on the run's own hardware class decides."""
+    latest = (
+        RerunRequest.objects.filter(run=run, hardware=run_hardware_class(run), result_run__isnull=False)
+        .exclude(verdict=INCONCLUSIVE)
+        .order_by("-finished_at", "-id")
+        .first()
+    )
+    level = latest.verdict if latest else Run.Evidence.REPORTED
+    if latest is None or level == run.evidence:
+        return None
+    change = EvidenceChange.objects.create(run=run, previous=run.evidence, evidence=level, rerun=latest)
+    Run.objects.filter(pk=run.pk).update(evidence=level, updated_at=timezone.now())
+    run.evidence = level
+    return change
+
+
+# -- the sweep -------------------------------------------------------------------------
+
+
+@dataclass
+class SweepResult:
+    resent: int = 0
+    retried: int = 0
+    failed: int = 0
+
+
+def sweep_reruns() -> SweepResult:
+    """Send again what the broker lost; take back, retry or fail what a lost worker left running."""
+    now = timezone.now()
+    swept = SweepResult()
+    resend_before = now - timedelta(seconds=settings.RERUN_RESEND_AFTER_SECONDS)
+    waiting = RerunRequest.objects.filter(state=RerunRequest.State.QUEUED).filter(
+        Q(sent_at__isnull=True) | Q(sent_at__lt=resend_before)
+    )
+    for request_id in waiting.values_list("pk", flat=True):
+        swept.resent += send_rerun(request_id)
+    stale_before = now - timedelta(seconds=settings.RERUN_STALE_AFTER_SECONDS)
+    for request in RerunRequest.objects.filter(state=RerunRequest.State.RUNNING, heartbeat_at__lt=stale_before):
+        if _take_back(request, stale_before):
+            swept.retried += 1
+        else:
+            swept.failed += 1
+    return swept
+
+
+def _take_back(request: RerunRequest, stale_before: Any) -> bool:
+    """Requeue a request whose worker went silent (True), or fail it after its last attempt (False)."""
+    silent = Q(
+        pk=request.pk, state=RerunRequest.State.RUNNING, attempts=request.attempts, heartbeat_at__lt=stale_before
+    )
+    if request.attempts < settings.RERUN_MAX_ATTEMPTS:
+        if RerunRequest.objects.filter(silent).update(state=RerunRequest.State.QUEUED, sent_at=None, worker=""):
+            log_rerun(request, f"Rerun #{request.pk}: worker {request.worker} stopped; attempt {request.attempts + 1}")
+            send_rerun(request.pk)
+            return True
+        return False
+    reason = f"worker {request.worker} stopped heartbeating; gave up after {request.attempts} attempts"
+    if RerunRequest.objects.filter(silent).update(
+        state=RerunRequest.State.FAILED, finished_at=timezone.now(), failure_status="WORKER_LOST", failure_reason=reason
+    ):
+        log_rerun(request, f"Rerun #{request.pk} failed: {reason}")
+        retire_run_pages(request.run)
+    return False
+
+
+# -- audit log and pages ------------------------------------------------------------------
+
+
+def system_user() -> AbstractBaseUser:
+    """The account the audit log names for acts no person did (the worker, the sweep, the command line)."""
+    user_model = get_user_model()
+    user, created = user_model.objects.get_or_create(
+        username=SYSTEM_USERNAME, defaults={"is_active": False, "is_staff": False}
+    )
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    return user
+
+
+def log_rerun(request: RerunRequest, message: str, user: AbstractBaseUser | None = None) -> None:
+    """One line in the admin's audit log, on the run, so its history reads as the run's moderation history."""
+    actor = user or request.requested_by or system_user()
+    LogEntry.objects.log_actions(
+        user_id=actor.pk, queryset=[request.run], action_flag=CHANGE, change_message=message, single_object=True
+    )
+
+
+def retire_run_pages(run: Run) -> None:
+    """A rerun shows on its run's page (and twin), its group's and definition's pages and the lists; no others."""
+    retire_pages(*run_scopes(run), LISTS)
+
+
+def retire_run_pages_on_commit(run: Run) -> None:
+    retire_pages_on_commit(*run_scopes(run), LISTS)

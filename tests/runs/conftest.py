@@ -1,0 +1,276 @@
+"""Fixtures for reruns: runnable runs, a broker, a Redis server and Celery worker processes of the tests' own."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import Permission, User
+from django.db import connection
+
+from records.canonical import digest
+from records.schema import REFERENCE_FIELDS, make_document
+from records.sources.artifacts import read_definition_folder, read_solution
+from runs.models import RerunRequest, Run
+from tests.conftest import ImportRuns
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+DEMO = ROOT / "demo"
+# How long a test waits for a worker to finish a rerun: a CPU rerun of a demo run takes seconds.
+RERUN_WAIT_SECONDS = 180
+
+
+def use_broker(url: str | None) -> None:
+    """Point this process's Celery app at another broker (None: back to the configured one).
+
+    Celery prefers a CELERY_BROKER_URL in the environment (as CI sets) to its `broker_url`
+    setting, but not to `broker_write_url`, which is what sending uses.
+    """
+    from kernelindex.celery import app
+
+    app.conf.broker_write_url = url
+    app._pool = None  # type: ignore[attr-defined]
+    app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def memory_broker() -> Iterator[None]:
+    """Kombu's in-memory transport: requests are really sent, and nothing outside this process sees them."""
+    use_broker("memory://")
+    yield
+    use_broker(None)
+
+
+@pytest.fixture
+def moderator(db: None) -> User:
+    """Staff who may look at everything and ask for reruns, and nothing more."""
+    user = User.objects.create_user("moderator", password="x", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__startswith="view_"))
+    user.user_permissions.add(Permission.objects.get(codename="request_rerun"))
+    return user
+
+
+@pytest.fixture
+def staff_without_rerun(db: None) -> User:
+    user = User.objects.create_user("viewer", password="x", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__startswith="view_"))
+    return user
+
+
+@pytest.fixture
+def demo(import_runs: ImportRuns) -> Callable[[str], Run]:
+    """Import the demo set; returns a lookup of its runs by implementation name."""
+    import_runs(DEMO)
+    return lambda name: Run.objects.get(source="kernelindex", implementation_name=name, external_id__startswith="demo")
+
+
+def demo_manifest_parts() -> dict[str, Any]:
+    first = (DEMO / "runs" / "reported.jsonl").read_text().splitlines()[0]
+    return json.loads(first)
+
+
+@pytest.fixture
+def solution_run(import_runs: ImportRuns, tmp_path: Path) -> Callable[..., Run]:
+    """A reported run of a solution written by the test, on a demo definition (hostile ones included)."""
+
+    def make(name: str, source: str, *, definition: str = "rmsnorm_h2048", reported_ns: float = 1e6) -> Run:
+        folder = tmp_path / name
+        folder.mkdir()
+        solution = {
+            "name": name,
+            "definition": definition,
+            "author": "tests",
+            "spec": {
+                "language": "python",
+                "entry_point": "kernel.py::run",
+                "destination_passing_style": False,
+                "target_hardware": ["cpu"],
+            },
+            "sources": [{"path": "kernel.py", "content": source}],
+        }
+        (folder / "solution.json").write_text(json.dumps(solution))
+        parts = demo_manifest_parts()
+        documents = {
+            "protocol": parts["protocol"],
+            "environment": parts["environment"],
+            "workload": read_definition_folder(DEMO / "definitions" / definition)[0].value,
+            "implementation": read_solution(folder / "solution.json").value,
+        }
+        spec: dict[str, Any] = {
+            "status": "passed",
+            "timing": {"latencyNs": {"median": reported_ns}, "primaryStatistic": "median"},
+            "sourceNative": {"source": "kernelindex", "externalId": f"tests/{name}"},
+        }
+        spec.update({REFERENCE_FIELDS[role]: digest(document) for role, document in documents.items()})
+        manifest = {"run": make_document("BenchmarkRun", f"tests-{name}", spec, title=name), **documents}
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+        import_runs(folder / "manifest.json")
+        return Run.objects.get(external_id=f"tests/{name}")
+
+    return make
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class RedisServer:
+    """A real redis-server of the test's own, which a test may stop and start again on the same port."""
+
+    def __init__(self, folder: Path) -> None:
+        self.port = free_port()
+        self.folder = folder
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def url(self, db: int = 0) -> str:
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    def start(self) -> None:
+        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.process = subprocess.Popen([*command, "--dir", str(self.folder)], stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"redis-server did not start on port {self.port}")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            self.process = None
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (CI installs it)")
+    server = RedisServer(tmp_path)
+    server.start()
+    use_broker(server.url(0))
+    yield server
+    use_broker(None)
+    server.stop()
+
+
+def database_url_of_this_test() -> str:
+    """The database this test runs on, as a URL a worker process can open."""
+    db = connection.settings_dict
+    if connection.vendor == "postgresql":
+        password = f":{db['PASSWORD']}" if db["PASSWORD"] else ""
+        return f"postgres://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    return f"sqlite:///{db['NAME']}"
+
+
+class Worker:
+    """`celery -A kernelindex worker -B` in a process group of its own, as an operator starts it."""
+
+    def __init__(self, environment: dict[str, str], folder: Path) -> None:
+        self.environment = environment
+        self.folder = folder
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        log = (self.folder / f"worker-{self.starts}.log").open("wb")
+        command = [sys.executable, "-m", "celery", "-A", "kernelindex", "worker", "-B", "--concurrency", "1"]
+        command += ["--loglevel", "info", "--hostname", f"tests-{self.starts}@%h"]
+        command += ["--schedule", str(self.folder / f"beat-{self.starts}")]
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, env=self.environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self._wait_for("ready.")
+
+    def _wait_for(self, text: str, seconds: float = 60) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if text in self.log():
+                return
+            if self.process is not None and self.process.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise RuntimeError(f"the worker did not say {text!r}:\n{self.log()[-3000:]}")
+
+    def log(self) -> str:
+        return (self.folder / f"worker-{self.starts}.log").read_text(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL the worker and everything it started, as a crash or an OOM killer would."""
+        if self.process is not None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+            self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.process = None
+
+
+# Short periods, so the faults a test makes are noticed in seconds rather than minutes.
+WORKER_SETTINGS = {
+    "RERUN_HEARTBEAT_SECONDS": "0.5",
+    "RERUN_STALE_AFTER_SECONDS": "4",
+    "RERUN_RESEND_AFTER_SECONDS": "3",
+    "RERUN_SWEEP_SECONDS": "1",
+    "RERUN_TIMEOUT_SECONDS": "20",
+    "RERUN_MEMORY_MB": "1024",
+    # CPU timings differ from one machine to another; the demo's "too fast" run is 20x off whatever the machine.
+    "RERUN_TOLERANCE": "0.6",
+    "KERNELINDEX_HARDWARE_CLASS": "cpu",
+}
+
+
+@pytest.fixture
+def worker(transactional_db: None, redis_server: RedisServer, tmp_path: Path) -> Iterator[Worker]:
+    """A worker on the test's database, broker and page cache; started, stopped at the end."""
+    inherited = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL"}}
+    environment = {
+        **inherited,
+        **WORKER_SETTINGS,
+        "DATABASE_URL": database_url_of_this_test(),
+        "CELERY_BROKER_URL": redis_server.url(0),
+        "KERNELINDEX_VAR_DIR": str(tmp_path),
+    }
+    cache = settings.CACHES["default"]
+    if "redis" in cache["BACKEND"].lower():
+        # The same cache and key prefix as this test, so the worker retires the pages this test reads.
+        environment |= {"REDIS_URL": cache["LOCATION"], "CACHE_KEY_PREFIX": cache.get("KEY_PREFIX", "")}
+    process = Worker(environment, tmp_path)
+    process.start()
+    yield process
+    process.stop()
+
+
+def wait_for(request: RerunRequest, states: tuple[str, ...] | None = None, seconds: float = RERUN_WAIT_SECONDS) -> None:
+    """Until the request is in one of `states` (default: finished, whatever its outcome)."""
+    wanted = states or (RerunRequest.State.SUCCEEDED, RerunRequest.State.FAILED, RerunRequest.State.CANCELLED)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        request.refresh_from_db()
+        if request.state in wanted:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"rerun #{request.pk} is still {request.state} after {seconds} s")

@@ -1,0 +1,139 @@
+"""Reruns end to end: a real Celery worker process on a real Redis, the harness in its sandbox.
+
+Each test starts its own redis-server and worker (`celery -A kernelindex worker -B`, as an operator
+would), so that it can kill the worker or stop the broker without touching anything else.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+from django.contrib.admin.models import LogEntry
+from django.contrib.auth.models import User
+from django.test import Client
+
+from runs.models import RerunRequest, Run
+from tests.pages import squeezed, visible_text
+from tests.runs.conftest import RedisServer, Worker, wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def queue_from_the_page(client: Client, run: Run) -> RerunRequest:
+    response = client.post(f"/runs/{run.run_id}/rerun", {"reason": "tests"})
+    assert response.status_code == 302
+    return RerunRequest.objects.filter(run=run).latest("requested_at")
+
+
+def result_runs_of(run: Run) -> list[Run]:
+    return list(Run.objects.filter(source="kernelindex", external_id__startswith=f"rerun/{run.run_id}/"))
+
+
+def test_reruns_decide_the_evidence_shown_on_the_page_its_twin_and_the_home_filter(
+    client: Client, moderator: User, demo: Callable[[str], Run], worker: Worker
+) -> None:
+    honest, too_fast = demo("rmsnorm-vectorised"), demo("rmsnorm-row-loop")
+    client.force_login(moderator)
+    anonymous = Client()
+    # Cached before the reruns: what follows must retire these pages.
+    assert "Reported" in visible_text(anonymous.get(honest.get_absolute_url()).content)
+    first, second = queue_from_the_page(client, honest), queue_from_the_page(client, too_fast)
+    wait_for(first)
+    wait_for(second)
+
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.state, first.verdict) == ("succeeded", "reproduced"), first.verdict_reason + worker.log()[-2000:]
+    assert (second.state, second.verdict) == ("succeeded", "not_reproduced")
+    assert "× the reported figure" in second.verdict_reason
+    for run, level, label in ((honest, "reproduced", "Reproduced"), (too_fast, "not_reproduced", "Not reproduced")):
+        run.refresh_from_db()
+        assert run.evidence == level
+        (result,) = result_runs_of(run)
+        page = visible_text(anonymous.get(run.get_absolute_url()).content)
+        assert squeezed(f"Evidence: {label} since").lower() in squeezed(page).lower()
+        assert f"run {result.run_id}" in page
+        twin = json.loads(anonymous.get(f"/runs/{run.run_id}.json").content)
+        assert twin["evidence"]["level"] == level
+        assert twin["reruns"][0]["resultRun"]["runId"] == result.run_id
+        assert twin["reruns"][0]["latencyNs"]["median"] > 0
+        assert len(twin["reruns"][0]["cases"]) == len(twin["workload"]["spec"]["cases"])
+        listed = anonymous.get("/index.json", {"evidence": level}).json()["runs"]
+        assert run.run_id in [row["runId"] for row in listed]
+        result_page = visible_text(anonymous.get(result.get_absolute_url()).content)
+        assert "KernelIndex harness" in result_page
+    outcome = LogEntry.objects.filter(object_id=str(honest.pk)).order_by("action_time").last()
+    assert outcome is not None
+    assert f"Rerun #{first.pk} succeeded" in outcome.get_change_message()
+
+
+def test_a_worker_killed_mid_rerun_is_replaced_and_the_rerun_completes_exactly_once(
+    client: Client, moderator: User, demo: Callable[[str], Run], worker: Worker
+) -> None:
+    run = demo("rmsnorm-row-loop")
+    client.force_login(moderator)
+    rerun = queue_from_the_page(client, run)
+    wait_for(rerun, ("running",))
+    worker.kill()
+    worker.start()
+    wait_for(rerun)
+    rerun.refresh_from_db()
+    assert rerun.state == "succeeded"
+    assert rerun.attempts == 2
+    assert len(result_runs_of(run)) == 1
+
+
+def test_a_request_made_while_redis_is_down_waits_and_runs_once_when_it_is_back(
+    client: Client, moderator: User, demo: Callable[[str], Run], worker: Worker, redis_server: RedisServer
+) -> None:
+    run = demo("rmsnorm-vectorised")
+    client.force_login(moderator)
+    redis_server.stop()
+    rerun = queue_from_the_page(client, run)
+    assert (rerun.state, rerun.sent_at) == ("queued", None)
+    assert "is waiting: it is stored" in visible_text(client.get(run.get_absolute_url()).content)
+    redis_server.start()
+    wait_for(rerun)
+    rerun.refresh_from_db()
+    assert (rerun.state, rerun.attempts) == ("succeeded", 1)
+    assert len(result_runs_of(run)) == 1
+
+
+HOSTILE = {
+    "infinite-loop": ("def run(hidden_states, weight, eps):\n    while True:\n        pass\n", "TIMEOUT"),
+    "memory-bomb": (
+        "def run(hidden_states, weight, eps):\n    hoard = []\n"
+        "    while True:\n        hoard.append(bytearray(1 << 26))\n",
+        "OUT_OF_MEMORY",
+    ),
+    "socket": (
+        "import socket\n\ndef run(hidden_states, weight, eps):\n"
+        "    socket.create_connection(('127.0.0.1', 6379), timeout=2)\n    return hidden_states\n",
+        "RUNTIME_ERROR",
+    ),
+}
+
+
+def test_hostile_solutions_fail_with_their_reason_and_the_same_worker_goes_on(
+    client: Client,
+    moderator: User,
+    demo: Callable[[str], Run],
+    solution_run: Callable[..., Run],
+    worker: Worker,
+) -> None:
+    client.force_login(moderator)
+    for name, (source, status) in HOSTILE.items():
+        rerun = queue_from_the_page(client, solution_run(name, source))
+        wait_for(rerun)
+        rerun.refresh_from_db()
+        assert (rerun.state, rerun.failure_status) == ("failed", status), rerun.failure_reason
+        assert rerun.failure_reason
+        page = visible_text(client.get(rerun.run.get_absolute_url()).content)
+        assert status in page
+    honest = queue_from_the_page(client, demo("rmsnorm-vectorised"))
+    wait_for(honest)
+    honest.refresh_from_db()
+    assert honest.state == "succeeded"
+    assert worker.process is not None and worker.process.poll() is None

@@ -1,0 +1,1 @@
+"""Site-wide web infrastructure: middleware and request plumbing shared by the apps."""
