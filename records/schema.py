@@ -34,7 +34,7 @@ REFERENCE_FIELDS = {
 }
 
 RUN_STATUSES = ("passed", "failed", "error", "timeout", "measured")
-# A run with one of these statuses has a latency that can be ranked.
+# Statuses whose latency is a measurement of a correct kernel, so it can be ranked (the index ranks by them too).
 RANKABLE_STATUSES = ("passed", "measured")
 
 NonEmpty = Annotated[str, Field(min_length=1, max_length=500)]

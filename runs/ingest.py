@@ -43,8 +43,8 @@ from runs.models import (
 from web.cache import bump_generation_on_commit
 
 BATCH_SIZE = 2000
-# From this size a file is read in a process of its own (the size from which import_runs shows a
-# progress bar): starting one costs a fraction of a second, which a smaller file would not win back.
+# From this size a file is read in a process of its own: starting one costs a fraction of a second,
+# which a smaller file would not win back. import_runs shows a progress bar from the same size.
 READER_PROCESS_MIN_BYTES = 4 * 1024 * 1024
 # Shared documents (protocols, environments, workloads) recur on every line;
 # remember that many digests as already stored, then start over.
