@@ -22,12 +22,12 @@ from django.utils import timezone
 
 from records.canonical import digest
 from records.errors import RecordError
-from records.identity import run_id_for
+from records.identity import NATIVE_SOURCE, run_id_for
 from records.manifest import manifest_item
 from records.reading import ReadItem, read_in_process, summarized
 from records.sources import ImportUnit
 from records.sources.base import BoardItem, DefinitionItem, DocumentItem, Progress, SkippedItem
-from records.summary import NATIVE_SOURCE, DefinitionRef, GroupRef, RunSummary, summarize
+from records.summary import DefinitionRef, GroupRef, RunSummary, summarize
 from runs.bulk import BulkInserter
 from runs.models import (
     ComparisonGroup,

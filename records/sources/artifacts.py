@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from records.errors import RecordError
-from records.identity import definition_title
+from records.identity import NATIVE_SOURCE, definition_title
 from records.limits import MAX_STRING_CHARS
 from records.manifest import Sealed
 from records.schema import NAME_MAX_LENGTH, NAME_PATTERN, NonNegative, Open, make_document, slugify_name
@@ -36,7 +36,7 @@ from records.sources.base import (
     validate_record,
 )
 
-SOURCE = "kernelindex"
+SOURCE = NATIVE_SOURCE
 DEFINITION_FILE = "definition.json"
 WORKLOAD_FILE = "workload.jsonl"
 REFERENCE_FILE = "reference.py"
