@@ -359,9 +359,21 @@ def evidence_history(run: Run) -> list[EvidenceChange]:
 # -- page-cache scopes ----------------------------------------------------------
 
 
+def run_scope(run_id: str) -> str:
+    return f"run:{run_id}"
+
+
+def group_scope(key: str) -> str:
+    return f"group:{key}"
+
+
+def definition_scope(source: str, name: str) -> str:
+    return f"definition:{source}/{name}"
+
+
 def run_scopes(run: Run) -> list[str]:
     """The cache scopes a run's page shows: the run, its comparison group, its definition."""
-    scopes = [f"run:{run.run_id}", f"group:{run.group.key}"]
+    scopes = [run_scope(run.run_id), group_scope(run.group.key)]
     if run.definition is not None:
-        scopes.append(f"definition:{run.definition.source}/{run.definition.name}")
+        scopes.append(definition_scope(run.definition.source, run.definition.name))
     return scopes

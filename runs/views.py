@@ -20,13 +20,16 @@ from runs.forms import CompareForm, RerunForm
 from runs.reruns import RerunRefusedError, request_rerun
 from runs.selectors import (
     LISTS,
+    definition_scope,
     get_definition_or_404,
     get_document_or_404,
     get_group_or_404,
     get_run_or_404,
     get_source_or_404,
+    group_scope,
     run_documents,
     run_manifest_text,
+    run_scope,
     run_scopes,
 )
 from web.cache import add_page_scopes, cached_page
@@ -76,7 +79,7 @@ def home_json(request: HttpRequest) -> JsonResponse:
 
 
 @require_safe
-@cached_page(scopes=lambda run_id: [f"run:{run_id}"])
+@cached_page(scopes=lambda run_id: [run_scope(run_id)])
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
     # The page shows the run's rank and its group's #1.
@@ -115,7 +118,7 @@ def request_rerun_view(request: HttpRequest, run_id: str) -> HttpResponse:
 
 
 @require_safe
-@cached_page(scopes=lambda run_id: [f"run:{run_id}"])
+@cached_page(scopes=lambda run_id: [run_scope(run_id)])
 def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
     """The run's canonical manifest, each document byte for byte the form its digest is computed on,
     with the run's evidence level and reruns beside them (records.manifest.INDEX_MEMBERS)."""
@@ -141,7 +144,7 @@ def document_json(request: HttpRequest, digest: str) -> HttpResponse:
 
 @require_safe
 @vary_on_headers("HX-Request")
-@cached_page(params=("page", "run"), scopes=lambda key: [f"group:{key}"])
+@cached_page(params=("page", "run"), scopes=lambda key: [group_scope(key)])
 def group_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
     context = pages.group_page(get_group_or_404(key), request.GET.get("page"), request.GET.get("run", ""))
     template = "runs/group_detail.html#leaderboard" if request.htmx else "runs/group_detail.html"
@@ -149,7 +152,7 @@ def group_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
 
 
 @require_safe
-@cached_page(params=("page", "run"), scopes=lambda key: [f"group:{key}"])
+@cached_page(params=("page", "run"), scopes=lambda key: [group_scope(key)])
 def group_json(request: HttpRequest, key: str) -> JsonResponse:
     context = pages.group_page(get_group_or_404(key), request.GET.get("page"), request.GET.get("run", ""))
     return JsonResponse(serializers.group_json(request, context))
@@ -159,13 +162,13 @@ def group_json(request: HttpRequest, key: str) -> JsonResponse:
 
 
 @require_safe
-@cached_page(scopes=lambda source, name: [f"definition:{source}/{name}"])
+@cached_page(scopes=lambda source, name: [definition_scope(source, name)])
 def definition_detail(request: HttpRequest, source: str, name: str) -> HttpResponse:
     return render(request, "runs/definition_detail.html", pages.definition_page(get_definition_or_404(source, name)))
 
 
 @require_safe
-@cached_page(scopes=lambda source, name: [f"definition:{source}/{name}"])
+@cached_page(scopes=lambda source, name: [definition_scope(source, name)])
 def definition_json(request: HttpRequest, source: str, name: str) -> JsonResponse:
     context = pages.definition_page(get_definition_or_404(source, name))
     return JsonResponse(serializers.definition_json(context))
@@ -198,13 +201,13 @@ def compare_form(request: HttpRequest) -> HttpResponse:
 
 
 @require_safe
-@cached_page(scopes=lambda a, b: [LISTS, f"run:{a}", f"run:{b}"])
+@cached_page(scopes=lambda a, b: [LISTS, run_scope(a), run_scope(b)])
 def compare(request: HttpRequest, a: str, b: str) -> HttpResponse:
     return render(request, "runs/compare.html", pages.compare_page(get_run_or_404(a), get_run_or_404(b)))
 
 
 @require_safe
-@cached_page(scopes=lambda a, b: [LISTS, f"run:{a}", f"run:{b}"])
+@cached_page(scopes=lambda a, b: [LISTS, run_scope(a), run_scope(b)])
 def compare_json(request: HttpRequest, a: str, b: str) -> JsonResponse:
     context = pages.compare_page(get_run_or_404(a), get_run_or_404(b))
     return JsonResponse(serializers.compare_json(context))
