@@ -26,6 +26,8 @@ class SourceInfo:
     url: str
     description: str
     external_id_format: str = "{}"
+    # The revision a run's implementation is shown with where its source names none ({} is the external id).
+    revision_format: str = ""
     # The source's name in the site's navigation and on the home page; empty for KernelIndex's own.
     navigation_title: str = ""
 
@@ -73,6 +75,7 @@ REGISTRY = (
             "https://research.nvidia.com/benchmarks/sol-execbench",
             "Leaderboard of kernels scored against a speed-of-light bound on NVIDIA B200.",
             external_id_format="submission/{}",
+            revision_format="submission-{}",
             navigation_title="SOL-ExecBench",
         ),
         (
@@ -152,6 +155,11 @@ def source_title(key: str) -> str:
 def display_external_id(source: str, external_id: str) -> str:
     info = SOURCES.get(source)
     return info.external_id_format.format(external_id) if info else external_id
+
+
+def default_revision(source: str, external_id: str) -> str:
+    info = SOURCES.get(source)
+    return info.revision_format.format(external_id) if info else ""
 
 
 @dataclass(frozen=True)
