@@ -26,7 +26,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -49,6 +49,11 @@ HARNESS_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "CUDA_VISIBLE
 
 class RerunRefusedError(Exception):
     """A rerun that cannot be asked for; the message says why, for the moderator."""
+
+
+def may_request_rerun(user: PermissionsMixin | AnonymousUser) -> bool:
+    """Asking for a rerun (or cancelling one) needs its own permission: being staff is not enough."""
+    return user.has_perm("runs.request_rerun")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from runs import pages, serializers
 from runs.forms import CompareForm, RerunForm
-from runs.reruns import RerunRefusedError, request_rerun
+from runs.reruns import RerunRefusedError, may_request_rerun, request_rerun
 from runs.selectors import (
     LISTS,
     definition_scope,
@@ -38,10 +38,6 @@ from web.http import HtmxHttpRequest
 JSON_CONTENT_TYPE = "application/json"
 # The query parameters the home page and index.json read; the page cache keys on these alone (web/cache.py).
 SEARCH_PARAMS = ("q", "source", "gpu", "evidence", "page")
-
-
-def _may_request_rerun(request: HttpRequest) -> bool:
-    return request.user.has_perm("runs.request_rerun")
 
 
 # -- health check ----------------------------------------------------------------
@@ -84,7 +80,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
     # The page shows the run's rank and its group's #1.
     add_page_scopes(request, *run_scopes(run))
-    context = pages.run_page(run, run_documents(run), may_request_rerun=_may_request_rerun(request))
+    context = pages.run_page(run, run_documents(run), may_request_rerun=may_request_rerun(request.user))
     return TemplateResponse(request, "runs/run_detail.html", context)
 
 
@@ -92,7 +88,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
 @never_cache
 def run_reruns(request: HttpRequest, run_id: str) -> HttpResponse:
     """The reruns section alone, which the run page polls while a rerun is queued or running."""
-    context = pages.reruns_fragment(get_run_or_404(run_id), may_request_rerun=_may_request_rerun(request))
+    context = pages.reruns_fragment(get_run_or_404(run_id), may_request_rerun=may_request_rerun(request.user))
     return TemplateResponse(request, "runs/_reruns.html#reruns", context)
 
 
@@ -100,7 +96,7 @@ def run_reruns(request: HttpRequest, run_id: str) -> HttpResponse:
 def request_rerun_view(request: HttpRequest, run_id: str) -> HttpResponse:
     """A moderator's button on the run page; everyone else gets 403, whatever they post."""
     run = get_run_or_404(run_id)
-    if not _may_request_rerun(request):
+    if not may_request_rerun(request.user):
         raise PermissionDenied("Requesting a rerun needs the rerun permission.")
     form = RerunForm(request.POST)
     if not form.is_valid():
