@@ -26,7 +26,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -34,10 +34,9 @@ from django.utils import timezone
 from records.canonical import canonical_text, parse_json
 from records.rerun import INCONCLUSIVE, RerunOf, rerun_manifest, verdict
 from records.sources.artifacts import harness_definition
-from records.sources.hardware import hardware_class
 from runs.ingest import import_manifest
 from runs.models import Document, EvidenceChange, RerunRequest, Run
-from runs.selectors import LISTS, run_scopes
+from runs.selectors import LISTS, run_hardware_class, run_scopes
 from web.cache import retire_pages, retire_pages_on_commit
 
 logger = logging.getLogger(__name__)
@@ -50,6 +49,11 @@ HARNESS_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "CUDA_VISIBLE
 
 class RerunRefusedError(Exception):
     """A rerun that cannot be asked for; the message says why, for the moderator."""
+
+
+def may_request_rerun(user: PermissionsMixin | AnonymousUser) -> bool:
+    """Asking for a rerun (or cancelling one) needs its own permission: being staff is not enough."""
+    return user.has_perm("runs.request_rerun")
 
 
 @dataclass(frozen=True)
@@ -92,13 +96,6 @@ def _reference(workload: dict[str, Any]) -> str:
     document = (workload["spec"].get("definition") or {}).get("document") or {}
     reference = document.get("reference") if isinstance(document, dict) else None
     return reference if isinstance(reference, str) else ""
-
-
-def run_hardware_class(run: Run) -> str:
-    environment = Document.objects.filter(digest=run.environment_digest).first()
-    if environment is None:
-        return hardware_class({"product": run.hardware})
-    return hardware_class(environment.value["spec"]["hardware"])
 
 
 def request_rerun(
