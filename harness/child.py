@@ -61,6 +61,8 @@ def evaluate(job: Mapping[str, Any], job_dir: Path, scratch: Path, reporter: Rep
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     import torch
 
+    # Before the solution is loaded: the timing module keeps the clocks as they are now.
+    from harness.case import evaluate_case
     from harness.loading import LoadError, load_reference, load_solution
 
     device = job["device"]
@@ -87,8 +89,6 @@ def evaluate(job: Mapping[str, Any], job_dir: Path, scratch: Path, reporter: Rep
     except BaseException as error:
         reporter.send("fatal", status="COMPILE_ERROR", reason="the solution did not load: " + failure_text(error))
         return
-    from harness.case import evaluate_case
-
     for case in job["cases"]:
         reporter.send("start", uuid=case["uuid"])
         reporter.send("case", **evaluate_case(case, job, reference_run, entrypoint, solution))
