@@ -19,6 +19,7 @@ from django.http import QueryDict
 from django.urls import reverse
 from django.utils import timezone
 
+from attestations.selectors import approved_attestations
 from records.rerun import EVIDENCE_RULE
 from records.sources import SourceInfo
 from runs import display
@@ -69,8 +70,6 @@ def run_search(params: QueryDict) -> tuple[RunSearchForm, Page[Any]]:
 
 def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: bool) -> dict[str, Any]:
     """Everything the run page shows, from the run's documents (selectors.run_documents)."""
-    from attestations.selectors import approved_attestations
-
     values = {role: document.value for role, document in documents.items()}
     run_doc, protocol, environment = values["run"], values.get("protocol", {}), values.get("environment", {})
     workload, implementation = values.get("workload"), values.get("implementation")

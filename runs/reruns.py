@@ -23,6 +23,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth import get_user_model
@@ -42,6 +43,8 @@ from web.cache import retire_pages, retire_pages_on_commit
 logger = logging.getLogger(__name__)
 
 SYSTEM_USERNAME = "kernelindex"
+# runs.tasks.execute_rerun, sent by name: the task module imports this one.
+EXECUTE_TASK = "runs.tasks.execute_rerun"
 LOG_TAIL_CHARS = 4000
 # What a harness process may see of the worker's environment: nothing of the app's settings or secrets.
 HARNESS_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "CUDA_VISIBLE_DEVICES", "KERNELINDEX_HARDWARE_CLASS")
@@ -132,13 +135,11 @@ def request_rerun(
 
 def send_rerun(request_id: int) -> bool:
     """Hand the request's id to its hardware's queue. With the broker down the request stays queued, unsent."""
-    from runs.tasks import execute_rerun
-
     request = RerunRequest.objects.filter(pk=request_id, state=RerunRequest.State.QUEUED).first()
     if request is None:
         return False
     try:
-        execute_rerun.apply_async(args=(request.pk,), queue=request.queue, retry=False)
+        current_app.send_task(EXECUTE_TASK, args=(request.pk,), queue=request.queue, retry=False)
     except Exception as error:  # any broker failure: the sweep sends it again later
         logger.warning("rerun #%s not sent to %s: %s", request.pk, request.queue, error)
         RerunRequest.objects.filter(pk=request.pk).update(send_error=f"not sent: {error}"[:500])
