@@ -64,6 +64,8 @@ def test_reruns_decide_the_evidence_shown_on_the_page_its_twin_and_the_home_filt
         assert len(twin["reruns"][0]["cases"]) == len(twin["workload"]["spec"]["cases"])
         listed = anonymous.get("/index.json", {"evidence": level}).json()["runs"]
         assert run.run_id in [row["runId"] for row in listed]
+        leaderboard = anonymous.get(f"{run.group.get_absolute_url()}.json").json()["runs"]
+        assert {row["runId"]: row["evidence"] for row in leaderboard}[run.run_id] == level
         result_page = visible_text(anonymous.get(result.get_absolute_url()).content)
         assert "KernelIndex harness" in result_page
     assert queries_for(anonymous, bystander) == 0  # another definition's run page: still served from the cache
