@@ -10,6 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from harness.environment import host_environment
 from harness.errors import HarnessInputError
 from harness.formats import load_definition, load_solution, load_workload
@@ -137,26 +139,28 @@ def assemble(inputs: Inputs, outcome: Outcome, device: str, warmup: int, iterati
     status, reason = _overall(cases, outcome)
     all_passed = all(case.status == "PASSED" for case in cases)
     cuda = device.startswith("cuda")
-    return EvaluationResult(
-        status=status,  # type: ignore[arg-type]
-        reason=reason,
-        definition=inputs.definition.name,
-        solution=inputs.solution.name,
-        device=device,
-        cases=cases,
-        latency=suite_latency([c.latency for c in cases if c.latency]) if all_passed else None,
-        reference_latency=suite_latency([c.reference_latency for c in cases if c.reference_latency])
-        if all_passed
-        else None,
-        protocol=Protocol(
-            warmup=warmup,
-            iterations=iterations,
-            timer=CUDA_TIMER if cuda else CPU_TIMER,
-            l2_flush=CUDA_FLUSH if cuda else CPU_FLUSH,
-        ),
-        environment={**host_environment(device), **outcome.environment},
-        harness=_harness_info(),
-        log_tail=outcome.log_tail,
+    return EvaluationResult.model_validate(
+        {
+            "status": status,
+            "reason": reason,
+            "definition": inputs.definition.name,
+            "solution": inputs.solution.name,
+            "device": device,
+            "cases": cases,
+            "latency": suite_latency([c.latency for c in cases if c.latency]) if all_passed else None,
+            "reference_latency": suite_latency([c.reference_latency for c in cases if c.reference_latency])
+            if all_passed
+            else None,
+            "protocol": Protocol(
+                warmup=warmup,
+                iterations=iterations,
+                timer=CUDA_TIMER if cuda else CPU_TIMER,
+                l2_flush=CUDA_FLUSH if cuda else CPU_FLUSH,
+            ),
+            "environment": {**host_environment(device), **outcome.environment},
+            "harness": _harness_info(),
+            "log_tail": outcome.log_tail,
+        }
     )
 
 
@@ -168,10 +172,11 @@ def _case_results(inputs: Inputs, outcome: Outcome) -> list[CaseResult]:
         if reported is not None:
             results.append(_reported_case(reported))
         elif outcome.fatal is not None:
-            results.append(CaseResult(uuid=case.uuid, status=outcome.fatal[0], reason=outcome.fatal[1]))  # type: ignore[arg-type]
+            results.append(_reported_case({"uuid": case.uuid, "status": outcome.fatal[0], "reason": outcome.fatal[1]}))
         elif stopped_at is None:
             stopped_at = case.uuid
-            results.append(CaseResult(uuid=case.uuid, status=_stop_status(outcome), reason=_stop_reason(outcome)))  # type: ignore[arg-type]
+            stop = {"uuid": case.uuid, "status": _stop_status(outcome), "reason": _stop_reason(outcome)}
+            results.append(_reported_case(stop))
         else:
             reason = f"not run: the evaluation stopped at case {stopped_at}"
             results.append(CaseResult(uuid=case.uuid, status="NOT_RUN", reason=reason))
@@ -179,13 +184,21 @@ def _case_results(inputs: Inputs, outcome: Outcome) -> list[CaseResult]:
 
 
 def _reported_case(reported: dict[str, Any]) -> CaseResult:
-    samples = reported.pop("samples", None)
-    reference_samples = reported.pop("reference_samples", None)
-    return CaseResult(
-        **reported,
-        latency=latency_of(samples) if samples else None,
-        reference_latency=latency_of(reference_samples) if reference_samples else None,
-    )
+    """A case as the child reported it; what does not read as a result is a RUNTIME_ERROR, not a crash."""
+    fields = dict(reported)
+    samples = fields.pop("samples", None)
+    reference_samples = fields.pop("reference_samples", None)
+    try:
+        return CaseResult.model_validate(
+            {
+                **fields,
+                "latency": latency_of(samples) if samples else None,
+                "reference_latency": latency_of(reference_samples) if reference_samples else None,
+            }
+        )
+    except (ValidationError, TypeError, ValueError):
+        reason = "the evaluation process reported a result that does not read as one"
+        return CaseResult(uuid=str(reported.get("uuid")), status="RUNTIME_ERROR", reason=reason)
 
 
 def _stop_status(outcome: Outcome) -> str:
@@ -205,7 +218,8 @@ def _stop_reason(outcome: Outcome) -> str:
 
 def _overall(cases: list[CaseResult], outcome: Outcome) -> tuple[str, str | None]:
     if outcome.fatal is not None:
-        return outcome.fatal
+        # The cases carry the fatal status as validated; an unknown one reads as RUNTIME_ERROR there.
+        return cases[0].status, outcome.fatal[1]
     if outcome.stopped is not None:
         return outcome.stopped
     if not outcome.environment:

@@ -10,7 +10,7 @@ import torch
 from harness.checking import compare, outputs_as_list, reference_problem
 from harness.failures import failure_status, failure_text
 from harness.tensors import DTYPES, InputError, build_inputs, changed_input, clone
-from harness.timing import time_calls
+from harness.timing import time_calls, timer_tampering
 
 
 def evaluate_case(
@@ -54,6 +54,10 @@ def evaluate_case(
     if changed:
         return _failed(case, "REWARD_HACK", f"the solution wrote into its inputs: {changed}")
     produced = outputs if job["solution"]["dps"] else outputs_as_list(returned, list(case["outputs"]))
+    disguised = [type(value).__name__ for value in produced if isinstance(value, torch.Tensor)]
+    if any(name != "Tensor" for name in disguised):
+        # A subclass can answer comparisons as it likes: only plain tensors are checked.
+        return _failed(case, "REWARD_HACK", f"the solution returned {', '.join(disguised)}, not plain tensors")
     verdict = compare(produced, expected, case["outputs"], case["tolerance"])
     result = {
         "uuid": case["uuid"],
@@ -79,6 +83,9 @@ def _timed(
     copies: Mapping[str, Any],
 ) -> dict[str, Any]:
     device, warmup, iterations = job["device"], job["warmup"], job["iterations"]
+    tampered = timer_tampering()
+    if tampered:
+        return _failed(case, "REWARD_HACK", f"the solution replaced the harness's clock: {tampered}")
     try:
         result["reference_samples"] = time_calls(reference_run, reference_arguments, device, warmup, iterations)
     except Exception as error:
@@ -90,14 +97,28 @@ def _timed(
     changed = changed_input(inputs, copies)
     if changed:
         return _failed(case, "REWARD_HACK", f"the solution wrote into its inputs while being timed: {changed}")
+    tampered = timer_tampering()
+    if tampered:
+        return _failed(case, "REWARD_HACK", f"the solution replaced the harness's clock while being timed: {tampered}")
     return result
 
 
 def _allocate_outputs(case: Mapping[str, Any], device: str) -> list[torch.Tensor]:
-    return [
-        torch.empty(spec["shape"] if spec["shape"] is not None else (), dtype=DTYPES[spec["dtype"]], device=device)
-        for spec in case["outputs"].values()
-    ]
+    outputs = []
+    for spec in case["outputs"].values():
+        output = torch.empty(
+            spec["shape"] if spec["shape"] is not None else (), dtype=DTYPES[spec["dtype"]], device=device
+        )
+        # Freshly allocated memory may still hold a freed result of the reference: a solution that writes
+        # nothing must not pass on it. NaN fails any check; integers get their largest value.
+        if output.dtype == torch.float4_e2m1fn_x2:
+            output.view(torch.uint8).fill_(0xFF)
+        elif output.is_floating_point():
+            output.fill_(float("nan"))
+        elif output.dtype != torch.bool:
+            output.fill_(torch.iinfo(output.dtype).max)
+        outputs.append(output)
+    return outputs
 
 
 def _synchronize(device: str) -> None:

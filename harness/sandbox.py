@@ -135,9 +135,12 @@ def _bwrap_arguments(workspace: Workspace, device: str, python: str) -> list[str
             arguments += ["--ro-bind", path, path]
     for path in _ETC:
         arguments += ["--ro-bind-try", path, path]
-    bound: list[str] = []
-    for prefix in {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix), os.path.dirname(python)}:
-        if not prefix.startswith(("/usr/", "/bin", "/lib")) and not any(prefix.startswith(b + "/") for b in bound):
+    # The Python installation and the venv, wherever they are (a venv under /root, a pyenv build), shortest first
+    # so that one inside another is bound once.
+    bound: list[str] = list(_SYSTEM)
+    prefixes = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix), os.path.dirname(python)}
+    for prefix in sorted(prefixes, key=len):
+        if not any(prefix == done or prefix.startswith(done + "/") for done in bound):
             arguments += _read_only_with_parents(prefix, prefix)
             bound.append(prefix)
     arguments += _read_only_with_parents(str(Path(__file__).resolve().parent), str(SANDBOX_ROOT / "harness"))
@@ -273,7 +276,7 @@ def _handle_lines(pending: bytearray, outcome: Outcome) -> bytearray:
         except json.JSONDecodeError:
             continue
         event = message.pop("event", None)
-        if event == "environment":
+        if event == "environment" and not outcome.environment and not outcome.cases:
             outcome.environment = message
         elif event == "start":
             outcome.running = str(message.get("uuid"))

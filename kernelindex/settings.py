@@ -304,5 +304,9 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # Django's own console handler would print every request log line a second time.
-    "loggers": {"django": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO"), "propagate": False}},
+    "loggers": {
+        "django": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO"), "propagate": False},
+        # Kombu warns on every connection that a filesystem:// broker URL names no host, which it needs none of.
+        "kombu.connection": {"level": "ERROR"},
+    },
 }

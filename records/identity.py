@@ -8,6 +8,8 @@ import re
 from records.canonical import digest
 
 RUN_ID_LENGTH = 12
+# The source of manifests published directly and of KernelIndex's own reruns.
+NATIVE_SOURCE = "kernelindex"
 
 
 def run_id_for(source: str, external_id: str) -> str:

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from records.canonical import digest
+from records.identity import NATIVE_SOURCE
 from records.schema import REFERENCE_FIELDS, make_document
 
-RERUN_SOURCE = "kernelindex"
 RERUN_FAMILY = "kernelindex_harness"
 PRIMARY_STATISTIC = "median"
 
@@ -122,7 +122,7 @@ def rerun_manifest(
         "observedAt": observed_at,
         "rerunOf": {"runId": of.run_id, "digest": of.digest},
         "sourceNative": {
-            "source": RERUN_SOURCE,
+            "source": NATIVE_SOURCE,
             "externalId": rerun_external_id(of),
             "metrics": {"harnessStatus": str(result.get("status"))},
         },

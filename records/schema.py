@@ -34,11 +34,13 @@ REFERENCE_FIELDS = {
 }
 
 RUN_STATUSES = ("passed", "failed", "error", "timeout", "measured")
-# A run with one of these statuses has a latency that can be ranked.
+# Statuses whose latency is a measurement of a correct kernel, so it can be ranked (the index ranks by them too).
 RANKABLE_STATUSES = ("passed", "measured")
 
 NonEmpty = Annotated[str, Field(min_length=1, max_length=500)]
-Name = Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9._@/+:=-]*$")]
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@/+:=-]*$")
+NAME_MAX_LENGTH = 253
+Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX_LENGTH, pattern=NAME_PATTERN.pattern)]
 
 
 # Absent collections default through a factory: pydantic deep-copies a literal

@@ -11,11 +11,10 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from records.identity import comparison_key, definition_title, run_id_for
+from records.identity import NATIVE_SOURCE, comparison_key, definition_title, run_id_for
 from records.manifest import RunItem, Sealed
 from records.schema import parse_timestamp
 
-NATIVE_SOURCE = "kernelindex"
 # Protocol families whose source publishes its own order: the metric it ranks by, higher first.
 SOURCE_NATIVE_ORDER = {"sol_execbench_leaderboard": "sol_score"}
 

@@ -16,7 +16,7 @@ from django.utils.html import format_html, format_html_join
 
 from attestations.selectors import moderation_log
 from runs.models import ComparisonGroup, Definition, Document, ImportLog, RerunRequest, Run, SourceBoard
-from runs.reruns import RerunRefusedError, cancel_rerun, request_rerun
+from runs.reruns import RerunRefusedError, cancel_rerun, may_request_rerun, request_rerun
 from runs.services import restore_run, withdraw_run
 
 MODERATION_HISTORY_ROWS = 200
@@ -89,7 +89,7 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return False  # withdraw instead: a permalink must never disappear
 
     def has_request_rerun_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("runs.request_rerun")
+        return may_request_rerun(request.user)
 
     @admin.action(description="Request a controlled rerun of the selected runs", permissions=["request_rerun"])
     def request_reruns(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
@@ -216,7 +216,7 @@ class RerunRequestAdmin(ReadOnlyAdmin):
     actions = ("cancel",)
 
     def has_request_rerun_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("runs.request_rerun")
+        return may_request_rerun(request.user)
 
     @admin.action(description="Cancel the selected queued reruns", permissions=["request_rerun"])
     def cancel(self, request: HttpRequest, queryset: QuerySet[RerunRequest]) -> None:

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from records.sources import default_revision
+
 # What a comparator checks, for protocols that name one but publish no policy text.
 COMPARATOR_DESCRIPTIONS = {
     "sol_execbench_eval": "Correctness must pass on every case in the SOL evaluation stack.",
@@ -162,7 +164,7 @@ def implementation_rows(
     """implementation, project, revision — from the Implementation document, else the run's title."""
     spec = spec_of(implementation)
     name = spec.get("name") or run_title.split(" · ")[0]
-    revision = spec.get("revision") or (f"submission-{external_id}" if source == "sol-execbench" else "")
+    revision = spec.get("revision") or default_revision(source, external_id)
     return {"implementation": name, "project": spec.get("project") or name, "revision": revision}
 
 

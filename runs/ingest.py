@@ -22,12 +22,12 @@ from django.utils import timezone
 
 from records.canonical import digest
 from records.errors import RecordError
-from records.identity import run_id_for
+from records.identity import NATIVE_SOURCE, run_id_for
 from records.manifest import manifest_item
 from records.reading import ReadItem, read_in_process, summarized
 from records.sources import ImportUnit
 from records.sources.base import BoardItem, DefinitionItem, DocumentItem, Progress, SkippedItem
-from records.summary import NATIVE_SOURCE, DefinitionRef, GroupRef, RunSummary, summarize
+from records.summary import DefinitionRef, GroupRef, RunSummary, summarize
 from runs.bulk import BulkInserter
 from runs.models import (
     ComparisonGroup,
@@ -43,8 +43,8 @@ from runs.models import (
 from web.cache import bump_generation_on_commit
 
 BATCH_SIZE = 2000
-# From this size a file is read in a process of its own (the size from which import_runs shows a
-# progress bar): starting one costs a fraction of a second, which a smaller file would not win back.
+# From this size a file is read in a process of its own: starting one costs a fraction of a second,
+# which a smaller file would not win back. import_runs shows a progress bar from the same size.
 READER_PROCESS_MIN_BYTES = 4 * 1024 * 1024
 # Shared documents (protocols, environments, workloads) recur on every line;
 # remember that many digests as already stored, then start over.

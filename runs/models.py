@@ -16,6 +16,7 @@ from django.db.models import Q
 from django.urls import reverse
 
 from records.canonical import DIGEST_LENGTH, parse_json
+from records.schema import RANKABLE_STATUSES
 from records.sources import display_external_id, source_title
 
 
@@ -177,8 +178,6 @@ class ImportLog(models.Model):
         return f"{self.path} ({self.started_at:%Y-%m-%d %H:%M})"
 
 
-# Statuses whose latency is a measurement of a correct kernel, so it can be ranked.
-RANKABLE_STATUSES = ("passed", "measured")
 # A group's listed runs fall in two parts, each with an index of its own (Run.Meta) whose
 # condition is this very Q, so that PostgreSQL sees the queries match the index.
 LISTED = Q(withdrawn_at=None)
@@ -204,8 +203,6 @@ class RunQuerySet(models.QuerySet["Run"]):
 
 class Run(models.Model):
     """A run's permalink and the index fields of its current version."""
-
-    RANKABLE_STATUSES = RANKABLE_STATUSES
 
     class Status(models.TextChoices):
         PASSED = "passed"
@@ -294,7 +291,7 @@ class Run(models.Model):
 
     @property
     def is_rankable(self) -> bool:
-        return self.withdrawn_at is None and self.status in self.RANKABLE_STATUSES and self.latency_ns is not None
+        return self.withdrawn_at is None and self.status in RANKABLE_STATUSES and self.latency_ns is not None
 
 
 class RunVersion(models.Model):

@@ -23,10 +23,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -34,15 +35,16 @@ from django.utils import timezone
 from records.canonical import canonical_text, parse_json
 from records.rerun import INCONCLUSIVE, RerunOf, rerun_manifest, verdict
 from records.sources.artifacts import harness_definition
-from records.sources.hardware import hardware_class
 from runs.ingest import import_manifest
 from runs.models import Document, EvidenceChange, RerunRequest, Run
-from runs.selectors import LISTS, run_scopes
+from runs.selectors import LISTS, run_hardware_class, run_scopes
 from web.cache import retire_pages, retire_pages_on_commit
 
 logger = logging.getLogger(__name__)
 
 SYSTEM_USERNAME = "kernelindex"
+# runs.tasks.execute_rerun, sent by name: the task module imports this one.
+EXECUTE_TASK = "runs.tasks.execute_rerun"
 LOG_TAIL_CHARS = 4000
 # What a harness process may see of the worker's environment: nothing of the app's settings or secrets.
 # The thread counts are the machine's timing setup: a CPU worker runs kernels on one thread (OMP_NUM_THREADS=1),
@@ -62,6 +64,11 @@ HARNESS_ENVIRONMENT = (
 
 class RerunRefusedError(Exception):
     """A rerun that cannot be asked for; the message says why, for the moderator."""
+
+
+def may_request_rerun(user: PermissionsMixin | AnonymousUser) -> bool:
+    """Asking for a rerun (or cancelling one) needs its own permission: being staff is not enough."""
+    return user.has_perm("runs.request_rerun")
 
 
 @dataclass(frozen=True)
@@ -106,13 +113,6 @@ def _reference(workload: dict[str, Any]) -> str:
     return reference if isinstance(reference, str) else ""
 
 
-def run_hardware_class(run: Run) -> str:
-    environment = Document.objects.filter(digest=run.environment_digest).first()
-    if environment is None:
-        return hardware_class({"product": run.hardware})
-    return hardware_class(environment.value["spec"]["hardware"])
-
-
 def request_rerun(
     run: Run, *, user: AbstractBaseUser | AnonymousUser | None, hardware: str | None = None, reason: str = ""
 ) -> RerunRequest:
@@ -147,13 +147,11 @@ def request_rerun(
 
 def send_rerun(request_id: int) -> bool:
     """Hand the request's id to its hardware's queue. With the broker down the request stays queued, unsent."""
-    from runs.tasks import execute_rerun
-
     request = RerunRequest.objects.filter(pk=request_id, state=RerunRequest.State.QUEUED).first()
     if request is None:
         return False
     try:
-        execute_rerun.apply_async(args=(request.pk,), queue=request.queue, retry=False)
+        current_app.send_task(EXECUTE_TASK, args=(request.pk,), queue=request.queue, retry=False)
     except Exception as error:  # any broker failure: the sweep sends it again later
         logger.warning("rerun #%s not sent to %s: %s", request.pk, request.queue, error)
         RerunRequest.objects.filter(pk=request.pk).update(send_error=f"not sent: {error}"[:500])

@@ -15,6 +15,7 @@ from records.canonical import is_digest, parse_json
 from records.manifest import manifest_text
 from records.schema import REFERENCE_FIELDS
 from records.sources import SOURCES, SourceInfo
+from records.sources.hardware import hardware_class, hardware_class_of
 from runs.models import (
     ComparisonGroup,
     Definition,
@@ -80,27 +81,51 @@ def references_of(run_document: dict[str, Any]) -> dict[str, str]:
     return {role: spec[name] for role, name in REFERENCE_FIELDS.items() if spec.get(name)}
 
 
-def run_documents(run: Run) -> dict[str, Document]:
-    """The current version's documents by role, in one query. Foreign references may be absent."""
-    wanted = {
+def run_digests(run: Run) -> dict[str, str]:
+    """role -> digest of the current version's documents; a run names no workload or implementation
+    where its source published none."""
+    return {
         "run": run.digest,
         "protocol": run.protocol_digest,
         "environment": run.environment_digest,
         "workload": run.workload_digest,
         "implementation": run.implementation_digest,
     }
-    found = Document.objects.in_bulk([d for d in wanted.values() if d])
-    return {role: found[d] for role, d in wanted.items() if d in found}
+
+
+def run_documents(run: Run) -> dict[str, Document]:
+    """The current version's documents by role, in one query. Foreign references may be absent."""
+    return runs_documents([run])[0]
+
+
+def runs_documents(runs: list[Run]) -> list[dict[str, Document]]:
+    """run_documents for each run, all in one query."""
+    wanted = [run_digests(run) for run in runs]
+    found = Document.objects.in_bulk([d for digests in wanted for d in digests.values() if d])
+    return [{role: found[d] for role, d in digests.items() if d in found} for digests in wanted]
+
+
+def document_value(digest: str) -> dict[str, Any] | None:
+    """One stored document's value; None for an empty digest or one not stored."""
+    document = Document.objects.filter(digest=digest).first() if digest else None
+    return document.value if document else None
+
+
+def hardware_class_for(run: Run, environment: dict[str, Any] | None) -> str:
+    """The class of machine a run ran on (its rerun queue): from its Environment document, else its GPU's name."""
+    return hardware_class(environment["spec"]["hardware"]) if environment else hardware_class_of(run.hardware)
+
+
+def run_hardware_class(run: Run) -> str:
+    return hardware_class_for(run, document_value(run.environment_digest))
 
 
 def runnable_definition(definition: Definition) -> dict[str, Any] | None:
     """The definition.json a rerun hands to the harness (with its reference), where one is stored."""
-    if not definition.workload_digest:
+    workload = document_value(definition.workload_digest)
+    if workload is None:
         return None
-    document = Document.objects.filter(digest=definition.workload_digest).first()
-    if document is None:
-        return None
-    value = (document.value.get("spec") or {}).get("definition", {}).get("document")
+    value = (workload.get("spec") or {}).get("definition", {}).get("document")
     return value if isinstance(value, dict) else None
 
 
@@ -334,9 +359,21 @@ def evidence_history(run: Run) -> list[EvidenceChange]:
 # -- page-cache scopes ----------------------------------------------------------
 
 
+def run_scope(run_id: str) -> str:
+    return f"run:{run_id}"
+
+
+def group_scope(key: str) -> str:
+    return f"group:{key}"
+
+
+def definition_scope(source: str, name: str) -> str:
+    return f"definition:{source}/{name}"
+
+
 def run_scopes(run: Run) -> list[str]:
     """The cache scopes a run's page shows: the run, its comparison group, its definition."""
-    scopes = [f"run:{run.run_id}", f"group:{run.group.key}"]
+    scopes = [run_scope(run.run_id), group_scope(run.group.key)]
     if run.definition is not None:
-        scopes.append(f"definition:{run.definition.source}/{run.definition.name}")
+        scopes.append(definition_scope(run.definition.source, run.definition.name))
     return scopes

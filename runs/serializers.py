@@ -1,10 +1,15 @@
-"""Runs and reruns as the JSON twins serve them."""
+"""The JSON twins' bodies, shaped from the same contexts the pages render (runs/pages.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from runs.models import EvidenceChange, Run
+from django.core.paginator import Page
+from django.http import HttpRequest
+
+from records.sources import SourceInfo
+from runs.forms import RunSearchForm
+from runs.models import ComparisonGroup, Definition, EvidenceChange, Run
 from runs.selectors import RerunRow
 
 
@@ -54,4 +59,156 @@ def rerun_json(row: RerunRow) -> dict[str, Any]:
         if result_run
         else None,
         "cases": row.cases,
+    }
+
+
+def run_index_json(run: Run, reruns: dict[str, Any]) -> dict[str, Any]:
+    """What the run's manifest carries beside its documents (records.manifest.INDEX_MEMBERS), from
+    the reruns section of its page (pages.reruns_section)."""
+    return {
+        "evidence": evidence_json(run, reruns["evidence_rule"], reruns["evidence_history"]),
+        "reruns": [rerun_json(row) for row in reruns["reruns"]],
+    }
+
+
+# -- lists of runs -----------------------------------------------------------------
+
+
+def run_summary(run: Run, position: int | None = None) -> dict[str, Any]:
+    """A run as list pages serve it in JSON."""
+    summary = {
+        "runId": run.run_id,
+        "url": run.get_absolute_url(),
+        "source": run.source,
+        "externalId": run.external_id,
+        "digest": run.digest,
+        "definition": run.definition.name if run.definition else None,
+        "implementation": run.implementation_name,
+        "hardware": run.hardware,
+        "status": run.status,
+        "evidence": run.evidence,
+        "primaryStatistic": run.primary_statistic,
+        "latencyNs": run.latency_ns,
+        "sourceScore": run.source_score,
+        "observedAt": _timestamp(run.observed_at),
+        "publishedAt": run.published_at.isoformat(),
+    }
+    if position is not None or hasattr(run, "position"):
+        summary["rank"] = position
+    return summary
+
+
+def pagination_json(request: HttpRequest, page: Page[Any]) -> dict[str, Any]:
+    """The page's place in its list, with absolute links to the pages beside it (same query, other page)."""
+
+    def link(number: int) -> str:
+        query = request.GET.copy()
+        query["page"] = str(number)
+        return request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+
+    return {
+        "count": page.paginator.count,
+        "page": page.number,
+        "pages": page.paginator.num_pages,
+        "next": link(page.next_page_number()) if page.has_next() else None,
+        "previous": link(page.previous_page_number()) if page.has_previous() else None,
+    }
+
+
+def search_json(request: HttpRequest, form: RunSearchForm, page: Page[Any]) -> dict[str, Any]:
+    return {
+        **pagination_json(request, page),
+        "filters": {name: value for name, value in form.cleaned_data.items() if value},
+        "errors": {name: [str(e) for e in errors] for name, errors in form.errors.items()},
+        "runs": [run_summary(run) for run in page.object_list],
+    }
+
+
+def source_json(request: HttpRequest, context: dict[str, Any]) -> dict[str, Any]:
+    source: SourceInfo = context["source"]
+    return {
+        "key": source.key,
+        "title": source.title,
+        "url": source.url,
+        "description": source.description,
+        "definitions": context["definition_count"],
+        **pagination_json(request, context["page"]),
+        "runs": [run_summary(run) for run in context["page"].object_list],
+    }
+
+
+# -- groups, definitions, compare ----------------------------------------------------
+
+
+def group_json(request: HttpRequest, context: dict[str, Any]) -> dict[str, Any]:
+    group: ComparisonGroup = context["group"]
+    board = context["board"]
+    return {
+        "key": group.key,
+        "definition": group.definition.name if group.definition else None,
+        "hardware": group.hardware,
+        "architecture": group.architecture,
+        "comparabilityFamily": group.family,
+        "harness": group.harness,
+        "harnessVersion": group.harness_version,
+        "order": "source-native" if context["source_order"] else "latency",
+        "references": [
+            {"kind": ref.kind, "label": ref.get_kind_display(), "latencyNs": ref.latency_ns}
+            for ref in context["references"]
+        ],
+        "board": {"scores": board.scores, "topScore": board.top_score, "topUser": board.top_user} if board else None,
+        **pagination_json(request, context["page"]),
+        "runs": [run_summary(run, run.position) for run in context["page"].object_list],
+    }
+
+
+def definition_json(context: dict[str, Any]) -> dict[str, Any]:
+    definition: Definition = context["definition"]
+    return {
+        "source": definition.source,
+        "name": definition.name,
+        "externalId": definition.external_id,
+        "title": definition.title,
+        "description": definition.description,
+        "subset": definition.subset,
+        "axes": definition.axes,
+        "inputs": definition.inputs,
+        "outputs": definition.outputs,
+        "cases": [
+            {
+                "index": case.index,
+                "uuid": case.uuid,
+                "axes": case.axes,
+                "tolerance": case.tolerance,
+                "references": case.references,
+            }
+            for case in context["cases"]
+        ],
+        "groups": [
+            {
+                "key": group.key,
+                "url": group.get_absolute_url(),
+                "hardware": group.hardware,
+                "harness": group.harness,
+                "harnessVersion": group.harness_version,
+                "comparabilityFamily": group.family,
+                "runs": group.run_count,
+                "bestLatencyNs": group.best_latency,
+            }
+            for group in context["groups"]
+        ],
+    }
+
+
+def compare_json(context: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "a": run_summary(context["a"]),
+        "b": run_summary(context["b"]),
+        "latencyRatio": context["ratio"],
+        "sameComparisonGroup": context["same_group"],
+        "reasons": context["reasons"],
+        "metrics": [{"name": n, "a": x, "b": y} for n, x, y in context["metrics"]],
+        "differences": {
+            role: [{"path": p, "a": x, "b": y} for p, x, y in rows] for role, rows in context["differences"]
+        },
     }

@@ -14,6 +14,9 @@
 2. Fixed cost. The wall time of a whole evaluation of one tiny case timed once,
    sandboxed and unsandboxed, beside `python -c "import torch"` alone: process
    start, sandbox, torch import, loading, input build and checks.
+3. On a GPU host only: checks that need one (a CUDA C++ solution built with
+   load_inline, an allocation past the GPU's memory, the environment block),
+   printed as ok/FAILED; they are not in the test suite, which must not skip.
 """
 
 from __future__ import annotations
@@ -138,6 +141,63 @@ def fixed_cost(root: Path, device: str, rounds: int) -> None:
         )
 
 
+CUDA_ADD = """
+__global__ void add_kernel(const float* x, const float* y, float* out, long n) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = x[i] + y[i];
+}
+
+void run(torch::Tensor x, torch::Tensor y, torch::Tensor out) {
+    long n = x.numel();
+    add_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), out.data_ptr<float>(), n);
+}
+"""
+
+
+def gpu_checks(root: Path) -> None:
+    definition, workload, _ = write_problem(root / "gpu-checks", "gpu_add", "torch.add(x, y, out=out)", 1024)
+
+    def solution(name: str, sources: list[dict[str, str]], language: str, entry_point: str) -> Path:
+        path = root / f"{name}.json"
+        spec = {"language": language, "entry_point": entry_point, "destination_passing_style": True}
+        path.write_text(json.dumps({"name": name, "definition": "gpu_add", "spec": spec, "sources": sources}))
+        return path
+
+    cuda_cpp = solution(
+        "cuda-add",
+        [
+            {"path": "kernel.cu", "content": CUDA_ADD},
+            {"path": "binding.cpp", "content": "void run(torch::Tensor x, torch::Tensor y, torch::Tensor out);\n"},
+        ],
+        "cuda",
+        "kernel.cu::run",
+    )
+    hoarder = solution(
+        "gpu-hoarder",
+        [
+            {
+                "path": "main.py",
+                "content": "import torch\n\ndef run(x, y, out):\n    torch.empty(2**50, device=x.device)\n",
+            }
+        ],
+        "python",
+        "main.py::run",
+    )
+    checks = [
+        ("CUDA C++ through load_inline", cuda_cpp, "PASSED"),
+        ("an allocation past the GPU's memory", hoarder, "OUT_OF_MEMORY"),
+    ]
+    for label, path, expected in checks:
+        result = evaluate(definition, workload, path, device="cuda", timeout=600)
+        verdict = "ok" if result.status == expected else "FAILED"
+        print(f"cuda  check: {label:40} {result.status:14} {verdict}  {result.reason or ''}"[:300])
+        if label.startswith("CUDA C++"):
+            environment = result.environment
+            keys = ("device_name", "compute_capability", "driver", "cuda", "hardware_class", "clocks_mhz")
+            print("cuda  environment:", {key: environment.get(key) for key in keys})
+            print("cuda  protocol:", result.protocol.model_dump())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
@@ -150,6 +210,8 @@ def main() -> None:
         for device in devices:
             overhead(Path(folder), device, arguments.rounds)
             fixed_cost(Path(folder), device, arguments.rounds)
+        if torch.cuda.is_available():
+            gpu_checks(Path(folder))
 
 
 if __name__ == "__main__":

@@ -180,7 +180,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-reruns-") as scratch:
         folder = Path(scratch)
         env = environment(folder)
-        os.environ.update({key: env[key] for key in ("DATABASE_URL", "CELERY_BROKER_URL", "KERNELINDEX_VAR_DIR")})
+        os.environ.update(
+            {
+                key: env[key]
+                for key in ("DATABASE_URL", "CELERY_BROKER_URL", "KERNELINDEX_VAR_DIR", "DJANGO_SETTINGS_MODULE")
+            }
+        )
         sys.path.insert(0, str(ROOT))
         import django
 

@@ -1,4 +1,4 @@
-"""The sources KernelIndex reads, and how a file is matched to its adapter.
+"""The sources KernelIndex reads (REGISTRY, one entry each), and how a file is matched to its adapter.
 
 `discover` turns the paths a user names into import units: a file, a
 SOL-ExecBench problem folder (three files that only make sense together), or
@@ -7,9 +7,10 @@ a definition folder (definition.json and workload.jsonl, no metadata.json).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from records.errors import RecordError
 from records.sources import artifacts, flashinfer_bench, kernelbench, native, sol_execbench
@@ -18,43 +19,132 @@ from records.sources.base import Adapter, iter_json_lines, read_json_file
 
 @dataclass(frozen=True)
 class SourceInfo:
+    """What the pages say about a source."""
+
     key: str
     title: str
     url: str
     description: str
     external_id_format: str = "{}"
+    # The revision a run's implementation is shown with where its source names none ({} is the external id).
+    revision_format: str = ""
+    # The source's name in the site's navigation and on the home page; empty for KernelIndex's own.
+    navigation_title: str = ""
 
 
-SOURCES = {
-    info.key: info
-    for info in (
+UnitKind = Literal["folder", "document", "record"]
+# An adapter for a format, given --redigest (which only KernelIndex's own manifests heed).
+AdapterFactory = Callable[[bool], Adapter]
+
+
+def ignoring_redigest(adapter: Callable[[], Adapter]) -> AdapterFactory:
+    return lambda redigest: adapter()
+
+
+@dataclass(frozen=True)
+class Format:
+    """One kind of unit a source publishes: a test on its content, and the adapter that reads it.
+
+    A "folder" format tests a folder path (its `files`, named alone, stand for
+    the folder); a "document" format a whole-file JSON document; a "record"
+    format one record, the first line of a JSONL file or a whole document.
+    """
+
+    unit: UnitKind
+    looks_like: Callable[[Any], bool]
+    adapter: AdapterFactory
+    files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Source:
+    """Everything KernelIndex knows of a source: adding a source is adding one of these to REGISTRY."""
+
+    info: SourceInfo
+    formats: tuple[Format, ...]
+    # What reads a file that no format recognises when --source names this source: its errors say why.
+    default_adapter: AdapterFactory
+
+
+# In the order the pages list the sources; units are recognised by the formats in this order too.
+REGISTRY = (
+    Source(
         SourceInfo(
             "sol-execbench",
             "NVIDIA SOL-ExecBench",
             "https://research.nvidia.com/benchmarks/sol-execbench",
             "Leaderboard of kernels scored against a speed-of-light bound on NVIDIA B200.",
             external_id_format="submission/{}",
+            revision_format="submission-{}",
+            navigation_title="SOL-ExecBench",
         ),
+        (
+            Format(
+                "folder",
+                sol_execbench.is_problem_folder,
+                ignoring_redigest(sol_execbench.ProblemAdapter),
+                files=sol_execbench.PROBLEM_FILES,
+            ),
+            Format("document", sol_execbench.looks_like_board, ignoring_redigest(sol_execbench.BoardAdapter)),
+            Format("record", sol_execbench.looks_like_submission, ignoring_redigest(sol_execbench.SubmissionsAdapter)),
+        ),
+        ignoring_redigest(sol_execbench.SubmissionsAdapter),
+    ),
+    Source(
         SourceInfo(
             "kernelbench",
             "KernelBench",
             "https://github.com/ScalingIntelligence/KernelBench",
             "Baseline timings of the PyTorch reference problems (eager and torch.compile).",
+            navigation_title="KernelBench",
         ),
+        (
+            Format(
+                "document", kernelbench.looks_like_baseline_timing, ignoring_redigest(kernelbench.BaselineTimingAdapter)
+            ),
+        ),
+        ignoring_redigest(kernelbench.BaselineTimingAdapter),
+    ),
+    Source(
         SourceInfo(
             "flashinfer-bench",
             "FlashInfer-Bench",
             "https://github.com/flashinfer-ai/flashinfer-bench",
             "Evaluation traces of kernel solutions for LLM serving operators, case by case.",
+            navigation_title="FlashInfer-Bench",
         ),
+        (
+            Format("document", flashinfer_bench.looks_like_summary, ignoring_redigest(flashinfer_bench.SummaryAdapter)),
+            Format("record", flashinfer_bench.looks_like_trace, ignoring_redigest(flashinfer_bench.TraceAdapter)),
+        ),
+        ignoring_redigest(flashinfer_bench.TraceAdapter),
+    ),
+    Source(
         SourceInfo(
-            "kernelindex",
+            native.SOURCE,
             "KernelIndex",
             "",
             "Manifests published directly, and KernelIndex's own controlled reruns.",
         ),
-    )
-}
+        (
+            Format(
+                "folder",
+                artifacts.is_definition_folder,
+                ignoring_redigest(artifacts.DefinitionFolderAdapter),
+                files=(artifacts.DEFINITION_FILE, artifacts.WORKLOAD_FILE),
+            ),
+            Format("document", artifacts.looks_like_solution, ignoring_redigest(artifacts.SolutionAdapter)),
+            Format("record", native.looks_like_manifest, native.ManifestAdapter),
+        ),
+        native.ManifestAdapter,
+    ),
+)
+SOURCES = {source.info.key: source.info for source in REGISTRY}
+
+
+def navigation_sources() -> list[SourceInfo]:
+    """The sources the site's navigation and home page name, in registry order."""
+    return [info for info in SOURCES.values() if info.navigation_title]
 
 
 def source_title(key: str) -> str:
@@ -65,6 +155,11 @@ def source_title(key: str) -> str:
 def display_external_id(source: str, external_id: str) -> str:
     info = SOURCES.get(source)
     return info.external_id_format.format(external_id) if info else external_id
+
+
+def default_revision(source: str, external_id: str) -> str:
+    info = SOURCES.get(source)
+    return info.revision_format.format(external_id) if info else ""
 
 
 @dataclass(frozen=True)
@@ -95,7 +190,7 @@ def _unit_paths(path: Path) -> list[Path]:
     if _is_folder_unit(path):
         return [path]
     if path.is_file():
-        if path.name in sol_execbench.PROBLEM_FILES and _is_folder_unit(path.parent):
+        if path.name in FOLDER_FILES and _is_folder_unit(path.parent):
             return [path.parent]
         return [path]
     found: list[Path] = []
@@ -109,8 +204,16 @@ def _unit_paths(path: Path) -> list[Path]:
     return found
 
 
+def _formats(unit: UnitKind) -> list[Format]:
+    return [form for source in REGISTRY for form in source.formats if form.unit == unit]
+
+
+# Files that, named alone, stand for the folder unit they are in.
+FOLDER_FILES = {name for form in _formats("folder") for name in form.files}
+
+
 def _is_folder_unit(path: Path) -> bool:
-    return sol_execbench.is_problem_folder(path) or artifacts.is_definition_folder(path)
+    return path.is_dir() and any(form.looks_like(path) for form in _formats("folder"))
 
 
 def _natural_key(path: Path) -> tuple[int, int | str]:
@@ -131,30 +234,18 @@ def detect(path: Path, *, source: str | None = None, redigest: bool = False) -> 
 
 def _sniff(path: Path, redigest: bool) -> Adapter | None:
     if path.is_dir():
-        if sol_execbench.is_problem_folder(path):
-            return sol_execbench.ProblemAdapter()
-        return artifacts.DefinitionFolderAdapter() if artifacts.is_definition_folder(path) else None
+        return _recognised(_formats("folder"), path, redigest)
     if path.suffix == ".jsonl":
-        return _sniff_record(_first_line(path), redigest)
+        return _recognised(_formats("record"), _first_line(path), redigest)
     document = read_json_file(path)
-    if artifacts.looks_like_solution(document):
-        return artifacts.SolutionAdapter()
-    if sol_execbench.looks_like_board(document):
-        return sol_execbench.BoardAdapter()
-    if kernelbench.looks_like_baseline_timing(document):
-        return kernelbench.BaselineTimingAdapter()
-    if flashinfer_bench.looks_like_summary(document):
-        return flashinfer_bench.SummaryAdapter()
-    return _sniff_record(document, redigest)
+    return _recognised(_formats("document") + _formats("record"), document, redigest)
 
 
-def _sniff_record(record: Any, redigest: bool) -> Adapter | None:
-    if sol_execbench.looks_like_submission(record):
-        return sol_execbench.SubmissionsAdapter()
-    if flashinfer_bench.looks_like_trace(record):
-        return flashinfer_bench.TraceAdapter()
-    if native.looks_like_manifest(record):
-        return native.ManifestAdapter(redigest=redigest)
+def _recognised(formats: list[Format], value: Any, redigest: bool) -> Adapter | None:
+    """The adapter of the first format that recognises the value."""
+    for form in formats:
+        if form.looks_like(value):
+            return form.adapter(redigest)
     return None
 
 
@@ -166,12 +257,7 @@ def _first_line(path: Path) -> Any:
 
 def _default_adapter(path: Path, source: str, redigest: bool) -> Adapter:
     """With --source given and nothing recognisable, let that source's adapter name the problem."""
-    defaults: dict[str, Adapter] = {
-        "sol-execbench": sol_execbench.SubmissionsAdapter(),
-        "kernelbench": kernelbench.BaselineTimingAdapter(),
-        "flashinfer-bench": flashinfer_bench.TraceAdapter(),
-        "kernelindex": native.ManifestAdapter(redigest=redigest),
-    }
-    if source not in defaults:
-        raise RecordError(path, None, None, f"unknown source {source!r}; expected one of {', '.join(defaults)}")
-    return defaults[source]
+    for entry in REGISTRY:
+        if entry.info.key == source:
+            return entry.default_adapter(redigest)
+    raise RecordError(path, None, None, f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")

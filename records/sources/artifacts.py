@@ -12,23 +12,23 @@ formats are the public SOL-ExecBench / FlashInfer-Bench ones.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from records.errors import RecordError
-from records.identity import definition_title
+from records.identity import NATIVE_SOURCE, definition_title
 from records.limits import MAX_STRING_CHARS
 from records.manifest import Sealed
-from records.schema import make_document, slugify_name
+from records.schema import NAME_MAX_LENGTH, NAME_PATTERN, NonNegative, Open, make_document, slugify_name
 from records.sources.base import (
     CaseItem,
     DefinitionItem,
     DocumentItem,
     Item,
+    NonEmpty,
     Progress,
     iter_json_lines,
     read_json_file,
@@ -36,25 +36,16 @@ from records.sources.base import (
     validate_record,
 )
 
-SOURCE = "kernelindex"
+SOURCE = NATIVE_SOURCE
 DEFINITION_FILE = "definition.json"
 WORKLOAD_FILE = "workload.jsonl"
 REFERENCE_FILE = "reference.py"
 METADATA_FILE = "metadata.json"
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@/+:=-]*$")
 IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
-
-NonEmpty = Annotated[str, Field(min_length=1)]
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-
-
-class Open(BaseModel):
-    """Formats published elsewhere: check what a harness relies on, keep everything else."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
 
 
 # -- definition.json -------------------------------------------------------------
+# Formats published elsewhere, so their models are Open: check what a harness relies on, keep everything else.
 
 
 class Axis(Open):
@@ -173,7 +164,7 @@ def looks_like_solution(document: Any) -> bool:
 
 def document_name(name: str) -> str:
     """The definition's or solution's own name where it is a valid metadata.name, else its slug."""
-    return name if NAME_PATTERN.match(name) and len(name) <= 253 else slugify_name(name)[:253]
+    return name if NAME_PATTERN.match(name) and len(name) <= NAME_MAX_LENGTH else slugify_name(name)[:NAME_MAX_LENGTH]
 
 
 class DefinitionFolderAdapter:

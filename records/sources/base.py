@@ -11,9 +11,9 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Annotated, Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from records.errors import RecordError
 from records.limits import MAX_DOCUMENT_BYTES, MAX_LINE_BYTES, LimitError, parse_limited
@@ -23,6 +23,16 @@ from records.schema import DocumentError
 Progress = Callable[[int], None] | None
 READ_BUFFER = 1 << 20
 M = TypeVar("M", bound=BaseModel)
+
+NonEmpty = Annotated[str, Field(min_length=1)]
+PositiveMs = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class SourceRecord(BaseModel):
+    """A record in a source's own format: the fields an adapter reads are checked strictly (a string
+    is not a number), and the many it does not read are ignored, so a source may add fields."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
 
 
 @dataclass(frozen=True)

@@ -12,18 +12,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from records.errors import RecordError
 from records.identity import definition_title
 from records.manifest import RunItem, Sealed, assemble
-from records.schema import make_document, slugify_name
+from records.schema import NonNegative, make_document, slugify_name
 from records.sources.base import (
     Item,
+    NonEmpty,
+    PositiveMs,
     Progress,
     SkippedItem,
+    SourceRecord,
     iter_json_lines,
     ms_to_ns,
     read_json_file,
@@ -38,56 +39,41 @@ SOURCE = "flashinfer-bench"
 STATUS_SEVERITY = {"error": 3, "timeout": 2, "failed": 1, "passed": 0}
 MESSAGE_LIMIT = 600
 
-PositiveMs = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
-
-class TraceEnvironment(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
-    hardware: Annotated[str, Field(min_length=1)]
+class TraceEnvironment(SourceRecord):
+    hardware: NonEmpty
     libs: dict[str, str] = {}
 
 
-class Correctness(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
+class Correctness(SourceRecord):
     max_relative_error: NonNegative | None = None
     max_absolute_error: NonNegative | None = None
 
 
-class Performance(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
+class Performance(SourceRecord):
     latency_ms: PositiveMs
     reference_latency_ms: PositiveMs | None = None
     speedup_factor: NonNegative | None = None
 
 
-class Evaluation(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
-    status: Annotated[str, Field(min_length=1)]
+class Evaluation(SourceRecord):
+    status: NonEmpty
     environment: TraceEnvironment
-    timestamp: Annotated[str, Field(min_length=1)]
+    timestamp: NonEmpty
     log: str = ""
     correctness: Correctness | None = None
     performance: Performance | None = None
 
 
-class TraceWorkload(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
-    uuid: Annotated[str, Field(min_length=1)]
+class TraceWorkload(SourceRecord):
+    uuid: NonEmpty
     axes: dict[str, Any] = {}
 
 
-class TraceLine(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
-    definition: Annotated[str, Field(min_length=1)]
+class TraceLine(SourceRecord):
+    definition: NonEmpty
     workload: TraceWorkload
-    solution: Annotated[str, Field(min_length=1)]
+    solution: NonEmpty
     evaluation: Evaluation
 
 

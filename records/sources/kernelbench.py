@@ -14,31 +14,37 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from records.errors import RecordError
 from records.identity import definition_title
 from records.manifest import Sealed, assemble
-from records.schema import make_document, slugify_name
-from records.sources.base import Item, Progress, ms_to_ns, read_json_file, seal_or_fail, validate_record
+from records.schema import NonNegative, make_document, slugify_name
+from records.sources.base import (
+    Item,
+    NonEmpty,
+    PositiveMs,
+    Progress,
+    SourceRecord,
+    ms_to_ns,
+    read_json_file,
+    seal_or_fail,
+    validate_record,
+)
 from records.sources.hardware import hardware_spec
 
 SOURCE = "kernelbench"
 LEVEL_KEY = re.compile(r"^level\d+$")
 VARIANT_FILE = re.compile(r"^baseline_time_(?P<variant>.+)\.json$")
 
-PositiveMs = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
-
-class Timing(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
+class Timing(SourceRecord):
     mean: PositiveMs
-    std: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    std: NonNegative | None = None
     min: PositiveMs | None = None
     max: PositiveMs | None = None
     num_trials: Annotated[int, Field(gt=0)] | None = None
-    hardware: Annotated[str, Field(min_length=1)]
+    hardware: NonEmpty
     device: str | None = None
 
 

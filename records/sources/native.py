@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from records.errors import RecordError
+from records.identity import NATIVE_SOURCE
 from records.manifest import manifest_item
 from records.sources.base import Item, Progress, iter_json_lines, read_json_file
 
-SOURCE = "kernelindex"
+SOURCE = NATIVE_SOURCE
 
 
 class ManifestAdapter:

@@ -17,12 +17,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from records.errors import RecordError
 from records.identity import definition_title
 from records.manifest import Sealed, assemble
-from records.schema import make_document, slugify_name
+from records.schema import NonNegative, make_document, slugify_name
 from records.sources import artifacts
 from records.sources.base import (
     BoardItem,
@@ -30,9 +30,12 @@ from records.sources.base import (
     DefinitionItem,
     DocumentItem,
     Item,
+    NonEmpty,
+    PositiveMs,
     Progress,
     ReferenceItem,
     SkippedItem,
+    SourceRecord,
     iter_json_lines,
     ms_to_ns,
     read_json_file,
@@ -49,36 +52,31 @@ FINAL_STATUSES = {"COMPLETED": None, "FAILED": "failed", "ERROR": "error", "TIME
 PROBLEM_FILES = ("metadata.json", "definition.json", "workload.jsonl")
 
 Score = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
-PositiveMs = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
 
 
-class Submission(BaseModel):
+class Submission(SourceRecord):
     """A leaderboard API submission record (`/api/submissions/<id>`)."""
-
-    model_config = ConfigDict(extra="ignore", strict=True)
 
     id: int
     kernel_id: int
-    kernel_name: Annotated[str, Field(min_length=1)]
-    status: Annotated[str, Field(min_length=1)]
+    kernel_name: NonEmpty
+    status: NonEmpty
     submission_mode: Literal["release", "private"] | None = None
     is_correct: bool | None = None
     sol_score: Score | None = None
     latency_ms: PositiveMs | None = None
     fast_1_count: NonNegativeInt | None = None
     fast_1_total: NonNegativeInt | None = None
-    avg_speedup: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    avg_speedup: NonNegative | None = None
     submitted_at: str | None = None
     finished_at: str | None = None
-    gpu_type: Annotated[str, Field(min_length=1)] = DEFAULT_GPU
-    evaluation_stack_version: Annotated[str, Field(min_length=1)] = DEFAULT_STACK
+    gpu_type: NonEmpty = DEFAULT_GPU
+    evaluation_stack_version: NonEmpty = DEFAULT_STACK
     error_log: str | None = None
 
 
-class SubmitEvent(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
+class SubmitEvent(SourceRecord):
     submission_id: int
     kernel_id: int
 
@@ -213,38 +211,30 @@ def sol_workload(kernel_id: int, kernel_name: str) -> Sealed:
 # -- problem folders ---------------------------------------------------------
 
 
-class PerWorkload(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
+class PerWorkload(SourceRecord):
     index: NonNegativeInt
     axes: dict[str, Any] = {}
     sol_ms: PositiveMs
     baseline_latency_ms: PositiveMs
 
 
-class SolSummary(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
+class SolSummary(SourceRecord):
     available: bool
     per_workload: list[PerWorkload] = []
 
 
-class ProblemMetadata(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
+class ProblemMetadata(SourceRecord):
     task_id: int
     subset: str = ""
     collection_index: int | None = None
-    name: Annotated[str, Field(min_length=1)]
+    name: NonEmpty
     hf_id: str = ""
     num_workloads: NonNegativeInt | None = None
     sol: SolSummary | None = None
 
 
-class ProblemDefinition(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
-    name: Annotated[str, Field(min_length=1)]
+class ProblemDefinition(SourceRecord):
+    name: NonEmpty
     description: str = ""
     hf_id: str | None = None
     axes: dict[str, dict[str, Any]] = {}
@@ -252,10 +242,8 @@ class ProblemDefinition(BaseModel):
     outputs: dict[str, dict[str, Any]] = {}
 
 
-class ProblemWorkload(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
-    uuid: Annotated[str, Field(min_length=1)]
+class ProblemWorkload(SourceRecord):
+    uuid: NonEmpty
     axes: dict[str, Any] = {}
     inputs: dict[str, Any] = {}
     tolerance: dict[str, Any] | None = None
@@ -350,9 +338,7 @@ def geometric_mean(values: list[float | int]) -> float:
 # -- board snapshot ----------------------------------------------------------
 
 
-class Board(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
+class Board(SourceRecord):
     top_sol: Score | None = None
     top_user: str = ""
     n: NonNegativeInt

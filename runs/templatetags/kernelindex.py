@@ -9,6 +9,8 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from records.canonical import short_digest as _short_digest
+from records.sources import SourceInfo
+from records.sources import navigation_sources as _navigation_sources
 from runs.highlight import highlight
 
 register = template.Library()
@@ -86,3 +88,9 @@ def query_with(context: dict[str, object], **changes: object) -> str:
     for key, value in changes.items():
         query[key] = str(value)
     return "?" + str(query.urlencode())
+
+
+@register.simple_tag
+def navigation_sources() -> list[SourceInfo]:
+    """The sources the site's navigation names, from the one registry (records.sources.REGISTRY)."""
+    return _navigation_sources()

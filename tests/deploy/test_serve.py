@@ -8,6 +8,7 @@ commits is what it serves.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import http.client
 import os
 import re
@@ -34,6 +35,7 @@ from tests.pages import HTMX
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 START_TIMEOUT = 180.0
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 # The site as its visitors reach it: through the TLS proxy, on the host the proxy passes on.
 PUBLIC_HOST = "127.0.0.1"
 PUBLIC_ORIGIN = f"https://{PUBLIC_HOST}"
@@ -81,6 +83,15 @@ def database_url() -> str:
     return f"postgres://{credentials}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
+def stop_with_this_process() -> None:
+    """In the child: a SIGTERM when the test process dies, killed or not, which make passes on to what it runs.
+
+    Without it, a test run killed mid-test (a CI timeout) would leave nginx and gunicorn serving.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -112,7 +123,13 @@ def site(tmp_path: Path, import_runs: ImportRuns, sample: Path) -> Iterator[Site
     command = ["make", "serve", f"PORT={port}", f"VENV={sys.prefix}"]
     with log.open("wb") as output:
         server = subprocess.Popen(
-            command, cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            cwd=ROOT,
+            env=environment,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=stop_with_this_process,
         )
     site = Site(port, var / "serve", log)
     try:

@@ -21,9 +21,9 @@ def test_a_correct_solution_passes_every_case_with_its_latency(add_problem: Prob
     assert result.latency is not None and result.latency.n == 6
 
 
-def test_off_by_one_hundredth_is_incorrect_numerical_with_the_first_mismatch(
-    add_problem: Problem, tmp_path: Path
-) -> None:
+def test_off_by_one_hundredth_is_incorrect_numerical_with_the_first_mismatch(tmp_path: Path) -> None:
+    strict = [{**case, "tolerance": {"max_atol": 1e-5, "max_rtol": 1e-5}} for case in ADD_CASES]
+    problem = write_problem(tmp_path / "problem", cases=strict)
     solution = write_solution(
         tmp_path / "s",
         """
@@ -34,7 +34,7 @@ def test_off_by_one_hundredth_is_incorrect_numerical_with_the_first_mismatch(
             out[1, 2] += 1e-2
         """,
     )
-    result = run_harness(add_problem, solution)
+    result = run_harness(problem, solution)
 
     assert result.status == "INCORRECT_NUMERICAL"
     case = result.cases[0]
@@ -58,6 +58,16 @@ def test_the_case_tolerance_decides(tmp_path: Path) -> None:
     )
 
     assert run_harness(problem, solution).status == "PASSED"
+
+
+def test_without_a_tolerance_the_case_gets_one_hundredth(add_problem: Problem, tmp_path: Path) -> None:
+    close = write_solution(tmp_path / "close", "def run(x, y, out):\n    out.copy_(x + y + 5e-3)\n")
+    far = write_solution(tmp_path / "far", "def run(x, y, out):\n    out.copy_(x + y + 0.1)\n")
+
+    assert run_harness(add_problem, close).status == "PASSED"
+    result = run_harness(add_problem, far)
+    assert result.status == "INCORRECT_NUMERICAL"
+    assert "(atol=0.01, rtol=0.01)" in (result.cases[0].reason or "")
 
 
 def test_a_required_match_ratio_lets_some_elements_miss(tmp_path: Path) -> None:

@@ -143,3 +143,53 @@ def test_a_cuda_solution_on_a_cpu_host_is_a_clear_compile_error(add_problem: Pro
 
     assert result.status == "COMPILE_ERROR"
     assert result.reason == "a cuda solution is built for a CUDA device; this evaluation runs on cpu"
+
+
+def test_replacing_the_clock_is_a_reward_hack_and_does_not_change_the_timing(
+    add_problem: Problem, tmp_path: Path
+) -> None:
+    solution = write_solution(
+        tmp_path / "s",
+        """
+        import time
+
+        time.perf_counter_ns = lambda: 0
+
+        def run(x, y, out):
+            out.copy_(x + y)
+        """,
+    )
+    result = run_harness(add_problem, solution)
+
+    assert result.status == "REWARD_HACK"
+    assert result.cases[0].reason == "the solution replaced the harness's clock: time.perf_counter_ns"
+
+
+def test_a_tensor_subclass_as_output_is_a_reward_hack(add_problem: Problem, tmp_path: Path) -> None:
+    solution = write_solution(
+        tmp_path / "s",
+        """
+        import torch
+
+        class Agreeable(torch.Tensor):
+            pass
+
+        def run(x, y):
+            return (x + y).as_subclass(Agreeable)
+        """,
+        dps=False,
+    )
+    result = run_harness(add_problem, solution)
+
+    assert result.status == "REWARD_HACK"
+    assert result.cases[0].reason == "the solution returned Agreeable, not plain tensors"
+
+
+def test_a_solution_that_writes_nothing_fails_whatever_its_outputs_memory_held(
+    add_problem: Problem, tmp_path: Path
+) -> None:
+    solution = write_solution(tmp_path / "s", "def run(x, y, out):\n    pass\n")
+    result = run_harness(add_problem, solution)
+
+    assert result.status == "INCORRECT_NUMERICAL"
+    assert "nan at index (0, 0)" in (result.cases[0].reason or "")

@@ -280,3 +280,31 @@ def write_safetensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
 
 def _raw_bytes(tensor: torch.Tensor) -> bytes:
     return bytes(tensor.contiguous().reshape(-1).view(torch.uint8).tolist())
+
+
+def test_a_published_problem_folder_runs_with_its_reference_beside_it(tmp_path: Path) -> None:
+    # SOL-ExecBench problem 213 (a GEMM from FlashInfer-Bench, cases without a tolerance), as published,
+    # with a reference.py written from its description: C = A @ B.T.
+    published = SAMPLE_DATA / "sol-execbench" / "problems" / "213"
+    folder = tmp_path / "213"
+    folder.mkdir()
+    (folder / "definition.json").write_text((published / "definition.json").read_text())
+    small = [
+        line for line in (published / "workload.jsonl").read_text().splitlines() if json.loads(line)["axes"]["M"] <= 64
+    ]
+    (folder / "workload.jsonl").write_text("\n".join(small[:3]) + "\n")
+    (folder / "reference.py").write_text("def run(A, B):\n    return A @ B.T\n")
+    solution = write_solution(
+        tmp_path / "s",
+        """
+        def run(A, B):
+            # Accumulated in float32 and rounded once: not bit for bit the reference's result.
+            return (A.float() @ B.float().T).half()
+        """,
+        definition="004_gemm_n128_k2048",
+        dps=False,
+    )
+    result = run_harness(Problem(folder), solution)
+
+    assert result.status == "PASSED", result.reason
+    assert len(result.cases) == 3

@@ -71,6 +71,8 @@ def test_a_solution_sees_none_of_the_apps_secrets(
     reason = result.cases[0].reason or ""
     assert "no secrets here" in reason
     assert "'HOME'" in reason and "'PATH'" in reason
+    # What the solution printed is in the log, and it found nothing to print.
+    assert "leaked: {}" in result.log_tail
     assert "secret-key-value" not in result.log_tail + reason
     assert "db-password" not in result.log_tail + reason
     assert_next_evaluation_works(add_problem, tmp_path)

@@ -237,8 +237,10 @@ WORKER_SETTINGS = {
     "RERUN_SWEEP_SECONDS": "1",
     "RERUN_TIMEOUT_SECONDS": "20",
     "RERUN_MEMORY_MB": "1024",
-    # CPU timings differ from one machine to another; the demo's "too fast" run is 20x off whatever the machine.
-    "RERUN_TOLERANCE": "0.6",
+    # CPU timings differ between machines and with their load (the demo's figures were measured on another
+    # day): the honest run must reproduce anywhere within 2x, while the "too fast" one is 20x off whatever
+    # the machine. The rule itself, at its real tolerance, is tested in tests/records/test_rerun_rule.py.
+    "RERUN_TOLERANCE": "1.0",
     "KERNELINDEX_HARDWARE_CLASS": "cpu",
 }
 

@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from runs.models import RerunRequest, Run
-from tests.pages import squeezed, visible_text
+from tests.pages import queries_for, squeezed, visible_text
 from tests.runs.conftest import RedisServer, Worker, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,8 +37,10 @@ def test_reruns_decide_the_evidence_shown_on_the_page_its_twin_and_the_home_filt
     honest, too_fast = demo("rmsnorm-vectorised"), demo("rmsnorm-row-loop")
     client.force_login(moderator)
     anonymous = Client()
-    # Cached before the reruns: what follows must retire these pages.
+    # Cached before the reruns: what follows must retire these pages, and only pages that show a rerun.
     assert "Reported" in visible_text(anonymous.get(honest.get_absolute_url()).content)
+    bystander = demo("gemm-torch-mm").get_absolute_url()
+    assert queries_for(anonymous, bystander) > 0
     first, second = queue_from_the_page(client, honest), queue_from_the_page(client, too_fast)
     wait_for(first)
     wait_for(second)
@@ -62,8 +64,11 @@ def test_reruns_decide_the_evidence_shown_on_the_page_its_twin_and_the_home_filt
         assert len(twin["reruns"][0]["cases"]) == len(twin["workload"]["spec"]["cases"])
         listed = anonymous.get("/index.json", {"evidence": level}).json()["runs"]
         assert run.run_id in [row["runId"] for row in listed]
+        leaderboard = anonymous.get(f"{run.group.get_absolute_url()}.json").json()["runs"]
+        assert {row["runId"]: row["evidence"] for row in leaderboard}[run.run_id] == level
         result_page = visible_text(anonymous.get(result.get_absolute_url()).content)
         assert "KernelIndex harness" in result_page
+    assert queries_for(anonymous, bystander) == 0  # another definition's run page: still served from the cache
     outcome = LogEntry.objects.filter(object_id=str(honest.pk)).order_by("action_time").last()
     assert outcome is not None
     assert f"Rerun #{first.pk} succeeded" in outcome.get_change_message()

@@ -21,6 +21,9 @@ def test_every_public_page_answers_head_like_get(every_url: list[str]) -> None:
     assert "/healthz" in public and "/" in public
     for url in public:
         got, head = Client().get(url), Client().head(url)
+        if got.status_code == 405:  # a POST-only endpoint (the moderators' rerun button): no GET to mirror
+            assert head.status_code == 405, url
+            continue
         assert (got.status_code, head.status_code) == (200, 200), url
         assert head.content == b"", url
         assert comparable_headers(head) == comparable_headers(got), url

@@ -11,10 +11,7 @@ from tqdm import tqdm
 
 from records.errors import RecordError
 from records.sources import SOURCES, ImportUnit, discover
-from runs.ingest import ImportResult, import_unit, record_failure
-
-# Below this size a progress bar is noise.
-PROGRESS_MIN_BYTES = 4 * 1024 * 1024
+from runs.ingest import READER_PROCESS_MIN_BYTES, ImportResult, import_unit, record_failure
 
 
 class Command(BaseCommand):
@@ -65,7 +62,8 @@ class Command(BaseCommand):
 
     def _import(self, unit: ImportUnit) -> ImportResult:
         size = unit.path.stat().st_size if unit.path.is_file() else 0
-        if size < PROGRESS_MIN_BYTES:
+        # Below the size from which a file is read in a process of its own, a progress bar is noise.
+        if size < READER_PROCESS_MIN_BYTES:
             return import_unit(unit)
         with tqdm(total=size, unit="B", unit_scale=True, desc=unit.path.name, file=sys.stderr, disable=None) as bar:
             return import_unit(unit, progress=bar.update)

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.models import RerunRequest, Run
-from runs.reruns import RerunRefusedError, request_rerun
+from runs.reruns import RerunRefusedError, may_request_rerun, request_rerun
 
 POLL_SECONDS = 0.5
 
@@ -47,7 +47,7 @@ class Command(BaseCommand):
         if username is None:
             return None
         user = get_user_model().objects.filter(username=username).first()
-        if user is None or not user.has_perm("runs.request_rerun"):
+        if user is None or not may_request_rerun(user):
             raise CommandError(f"{username!r} is not a user with the rerun permission")
         return user
 

@@ -1,0 +1,270 @@
+"""What each public page shows: its context, read through the selectors, for a view to render.
+
+A page and its `.json` twin are built from the same context (runs/serializers.py
+shapes the JSON). Views only look up the object a URL names, call one of these
+and render. Kept apart from runs/selectors.py, whose reads views, commands and
+the rerun service share: these functions add what only a page needs (sentences,
+charts, citations, forms) and take the request's parameters as plain values.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, Min
+from django.http import QueryDict
+from django.urls import reverse
+from django.utils import timezone
+
+from attestations.selectors import approved_attestations
+from records.rerun import EVIDENCE_RULE
+from records.sources import SourceInfo
+from runs import display
+from runs.charts import Mark, StripChart, latency_chart, score_chart
+from runs.citations import Citation
+from runs.forms import RerunForm, RunSearchForm
+from runs.models import ComparisonGroup, Definition, Document, ReferenceRow, Run, SourceBoard
+from runs.selectors import (
+    CHART_POINTS,
+    board_for,
+    chart_latencies,
+    document_value,
+    evidence_history,
+    hardware_class_for,
+    leaderboard,
+    references_for,
+    rerun_rows,
+    run_manifest_text,
+    run_rank,
+    runnable_definition,
+    runs_documents,
+    uses_source_order,
+)
+from runs.templatetags.kernelindex import latency
+
+
+def paginate(items: Any, number: str | None, per_page: int | None = None) -> Page[Any]:
+    """The requested page; a malformed or out-of-range number gets the nearest real page."""
+    return Paginator(items, per_page or settings.RUNS_PER_PAGE).get_page(number)
+
+
+# -- home ----------------------------------------------------------------------
+
+
+def run_search(params: QueryDict) -> tuple[RunSearchForm, Page[Any]]:
+    """The home page's search: the form (with its errors) and the page of runs it selects."""
+    form = RunSearchForm(params or None)
+    if form.is_bound:
+        form.is_valid()  # invalid fields are reported and left out; the valid ones still filter
+    else:
+        form.cleaned_data = {}
+    runs = form.filter(Run.objects.listed().newest_first().select_related("definition"))
+    return form, paginate(runs, params.get("page"))
+
+
+# -- the run page ----------------------------------------------------------------
+
+
+def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: bool) -> dict[str, Any]:
+    """Everything the run page shows, from the run's documents (selectors.run_documents)."""
+    values = {role: document.value for role, document in documents.items()}
+    run_doc, protocol, environment = values["run"], values.get("protocol", {}), values.get("environment", {})
+    workload, implementation = values.get("workload"), values.get("implementation")
+    cases = display.case_count(run_doc, workload, run.definition.case_count if run.definition else 0)
+    identity = display.implementation_rows(implementation, run.title, run.source, run.external_id)
+    manifest = run_manifest_text(run, documents)
+    return {
+        "run": run,
+        "rank": run_rank(run),
+        "documents": documents,
+        "source_summary": display.source_native_summary(run_doc),
+        "identity": identity,
+        "workload_line": display.workload_line(cases, run.primary_statistic),
+        "correctness": display.correctness_sentence(run_doc, protocol, run.evidence),
+        "comparator": (display.spec_of(protocol).get("correctness") or {}).get("comparator", ""),
+        "comparator_description": display.comparator_description(protocol),
+        "measurements": display.measurements(run_doc),
+        "case_results": display.spec_of(run_doc).get("cases") or [],
+        "protocol_rows": display.protocol_rows(protocol),
+        "environment_rows": display.environment_rows(environment),
+        "artifacts": display.artifacts(implementation),
+        "entry_point": display.entry_point_line(implementation),
+        "versions": list(run.versions.all()),
+        "manifest_pretty": json.dumps(json.loads(manifest), indent=2, ensure_ascii=False),
+        "citation": citation(run, identity["implementation"]),
+        "attestations": approved_attestations(run),
+        **reruns_section(run, values.get("environment"), may_request_rerun=may_request_rerun),
+    }
+
+
+def citation(run: Run, author: str) -> Citation:
+    definition = run.definition.title if run.definition else run.title
+    return Citation(
+        run_id=run.run_id,
+        title=f"Run {run.run_id}: {definition} on {run.hardware}",
+        author=author,
+        permalink=f"{settings.SITE_URL}{run.get_absolute_url()}",
+        digest=run.digest,
+        published=run.published_at.date(),
+        accessed=timezone.now().date(),
+    )
+
+
+def reruns_section(run: Run, environment: dict[str, Any] | None, *, may_request_rerun: bool) -> dict[str, Any]:
+    """The run page's reruns and evidence section; `environment` is the run's Environment document."""
+    own_class = hardware_class_for(run, environment)
+    reruns = rerun_rows(run, own_class)
+    return {
+        "reruns": reruns,
+        "active_rerun": next((row.request for row in reruns if row.request.is_active), None),
+        "evidence_history": evidence_history(run),
+        "evidence_rule": EVIDENCE_RULE.format(tolerance=f"±{settings.RERUN_TOLERANCE:.0%}"),
+        "own_class": own_class,
+        "rerun_form": RerunForm(initial={"hardware": own_class})
+        if may_request_rerun and not run.withdrawn_at
+        else None,
+    }
+
+
+def reruns_fragment(run: Run, *, may_request_rerun: bool) -> dict[str, Any]:
+    """The reruns section alone, as the run page polls it; it reads the environment document only."""
+    environment = document_value(run.environment_digest)
+    return {"run": run, "oob": True, **reruns_section(run, environment, may_request_rerun=may_request_rerun)}
+
+
+# -- comparison groups -------------------------------------------------------------
+
+
+def group_page(group: ComparisonGroup, page_number: str | None, highlight_id: str) -> dict[str, Any]:
+    """A group's leaderboard, its reference rows, the source's board and the charts, one run highlighted."""
+    source_order = uses_source_order(group)
+    highlight = _highlighted_run(group, highlight_id)
+    references = references_for(group)
+    board = board_for(group)
+    return {
+        "group": group,
+        "source_order": source_order,
+        "page": paginate(leaderboard(group, source_order), page_number),
+        "references": references,
+        "board": board,
+        "highlight": highlight,
+        "latency_chart": _latency_chart(group, highlight, references),
+        "score_chart": _score_chart(board, highlight),
+    }
+
+
+def _highlighted_run(group: ComparisonGroup, run_id: str) -> Run | None:
+    """?run=<id> highlights a run; an id from elsewhere is ignored rather than an error."""
+    if not run_id or len(run_id) > 16:
+        return None
+    return Run.objects.filter(group=group, run_id=run_id).first()
+
+
+def _latency_chart(group: ComparisonGroup, highlight: Run | None, references: list[ReferenceRow]) -> StripChart | None:
+    # One reverse() for the hundreds of links: run ids are hex digits, which fill the pattern as they are.
+    run_url = reverse("runs:detail", args=["RUN_ID"])
+    marks = [
+        Mark(
+            ns,
+            f"{run_id}: {latency(ns)}",
+            run_url.replace("RUN_ID", run_id),
+            highlight is not None and run_id == highlight.run_id,
+        )
+        for run_id, ns in chart_latencies(group, highlight)
+    ]
+    lines = [(ref.kind, ref.get_kind_display(), ref.latency_ns) for ref in references]
+    shown = "the fastest ranked runs" if len(marks) >= CHART_POINTS else "every ranked run"
+    return latency_chart(f"Latency of {shown} in the group", marks, lines)
+
+
+def _score_chart(board: SourceBoard | None, highlight: Run | None) -> StripChart | None:
+    if board is None:
+        return None
+    marks = [Mark(score, f"board entry: SOL {score:.4f}") for score in board.scores]
+    if highlight is not None and highlight.source_score is not None:
+        marks.append(
+            Mark(
+                highlight.source_score,
+                f"{highlight.run_id}: SOL {highlight.source_score:.4f}",
+                highlight.get_absolute_url(),
+                True,
+            )
+        )
+    return score_chart("SOL scores on the source's public board", marks)
+
+
+# -- definitions and sources -------------------------------------------------------
+
+
+def definition_page(definition: Definition) -> dict[str, Any]:
+    """A definition: its cases with the reference rows' per-case figures, its groups, its runnable reference."""
+    references = list(definition.references.all())
+    cases = list(definition.cases.all())
+    for case in cases:
+        case.references = {  # type: ignore[attr-defined]
+            f"{ref.get_kind_display()} ({ref.hardware})": ref.per_case_ns[case.index]
+            for ref in references
+            if case.index < len(ref.per_case_ns)
+        }
+    groups = definition.groups.annotate(run_count=Count("runs"), best_latency=Min("runs__latency_ns")).order_by(
+        "hardware", "harness", "harness_version", "-run_count"
+    )
+    reference_columns = sorted({f"{ref.get_kind_display()} ({ref.hardware})" for ref in references})
+    runnable = runnable_definition(definition)
+    reference = runnable.get("reference") if runnable else None
+    return {
+        "definition": definition,
+        "reference_code": reference if isinstance(reference, str) and reference else "",
+        "custom_inputs_entrypoint": (runnable or {}).get("custom_inputs_entrypoint") or "",
+        "cases": cases,
+        "references": references,
+        "reference_columns": reference_columns,
+        "groups": list(groups),
+    }
+
+
+def source_page(source: SourceInfo, page_number: str | None) -> dict[str, Any]:
+    runs = Run.objects.listed().filter(source=source.key).newest_first().select_related("definition")
+    return {
+        "source": source,
+        "page": paginate(runs, page_number),
+        "definition_count": Definition.objects.filter(source=source.key).count(),
+        "definitions": Definition.objects.filter(source=source.key)
+        .annotate(run_count=Count("runs"))
+        .order_by("-run_count", "name")[:20],
+    }
+
+
+# -- compare -----------------------------------------------------------------------
+
+
+def compare_page(a: Run, b: Run) -> dict[str, Any]:
+    """Two runs side by side: the latency ratio, why they are not comparable, and how their documents differ."""
+    documents_a, documents_b = runs_documents([a, b])
+    differences = [
+        (role, display.differences(_value(documents_a, role), _value(documents_b, role)))
+        for role in ("workload", "protocol", "environment", "implementation")
+    ]
+    metrics_a = (display.spec_of(_value(documents_a, "run")).get("sourceNative") or {}).get("metrics") or {}
+    metrics_b = (display.spec_of(_value(documents_b, "run")).get("sourceNative") or {}).get("metrics") or {}
+    ratio = b.latency_ns / a.latency_ns if a.latency_ns and b.latency_ns else None
+    return {
+        "a": a,
+        "b": b,
+        "ratio": ratio,
+        "ratio_sentence": display.ratio_sentence(a.run_id, b.run_id, ratio) if ratio else "",
+        "same_group": a.group_id == b.group_id,
+        "reasons": [] if a.group_id == b.group_id else display.comparability_reasons(a.group, b.group),
+        "metrics": [
+            (name, metrics_a.get(name), metrics_b.get(name)) for name in sorted(metrics_a.keys() | metrics_b.keys())
+        ],
+        "differences": differences,
+    }
+
+
+def _value(documents: dict[str, Document], role: str) -> dict[str, Any] | None:
+    document = documents.get(role)
+    return document.value if document else None
