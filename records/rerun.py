@@ -169,7 +169,10 @@ def _timing(latency: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _case(case: dict[str, Any]) -> dict[str, Any]:
-    row: dict[str, Any] = {"status": str(case.get("status") or "UNKNOWN")}
+    """A case as run documents spell cases (as FlashInfer-Bench traces are imported): the run status,
+    the harness's own status beside it, the latencies, the errors, and the reason it failed."""
+    harness_status = str(case.get("status") or "UNKNOWN")
+    row: dict[str, Any] = {"status": RUN_STATUS.get(harness_status, "error"), "sourceStatus": harness_status}
     if case.get("uuid"):
         row["workload"] = str(case["uuid"])
     latency = case.get("latency") or {}
@@ -179,12 +182,12 @@ def _case(case: dict[str, Any]) -> dict[str, Any]:
     reference = case.get("reference_latency") or {}
     if reference.get("median_ns"):
         row["referenceLatencyNs"] = reference["median_ns"]
-    for source_key, key in (("max_abs_error", "maxAbsError"), ("max_rel_error", "maxRelError")):
+    for source_key, key in (("max_abs_error", "maxAbsoluteError"), ("max_rel_error", "maxRelativeError")):
         value = case.get(source_key)
         if isinstance(value, (int, float)) and value == value and abs(value) != float("inf"):
             row[key] = value
     if case.get("reason"):
-        row["reason"] = str(case["reason"])[-1000:]
+        row["message"] = str(case["reason"])[-1000:]
     return row
 
 
