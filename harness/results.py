@@ -36,6 +36,14 @@ class Latency(_Closed):
     n: int
 
 
+class Speedup(_Closed):
+    """The reference's latency over the solution's, timed interleaved in the same evaluation."""
+
+    median: float
+    # A 95 % interval of the ratio of medians (from the two medians' intervals, conservatively).
+    ci95: tuple[float, float]
+
+
 class CaseResult(_Closed):
     uuid: str
     status: Status
@@ -44,14 +52,34 @@ class CaseResult(_Closed):
     max_rel_error: float | None = None
     latency: Latency | None = None
     reference_latency: Latency | None = None
+    speedup: Speedup | None = None
+    # The reference's median in the last interleaved block over the first: far from 1, the host drifted.
+    reference_drift: float | None = None
 
 
 class Protocol(_Closed):
+    # The protocol the evaluation followed (harness.protocols): a source's evaluator, or KernelIndex's own.
+    name: str = "kernelindex"
+    version: str = "1"
     warmup: int
     iterations: int
-    timer: Literal["perf_counter_ns", "cuda_event"]
+    correctness_rounds: int = 1
+    timer: Literal["perf_counter_ns", "cuda_event", "cupti"]
     l2_flush: str
-    statistic: Literal["median"] = "median"
+    statistic: Literal["median", "mean"] = "median"
+
+
+class Limits(_Closed):
+    """What held the solution's process, named so that a reader knows what was enforced."""
+
+    memory_mb: int | None = None
+    memory: str = "none"  # "cgroup", "rss watchdog"
+    pids: int | None = None
+    scratch_mb: int | None = None
+    cpus: int | None = None
+    seccomp: bool = False
+    # How the kernel's own timings were held against the judge's: "cpu time (cgroup)", "wall clock", "none".
+    clock_check: str = "none"
 
 
 class HarnessInfo(_Closed):
@@ -70,7 +98,9 @@ class EvaluationResult(_Closed):
     # Over all cases, only when every case passed (a suite figure over some cases would not compare).
     latency: Latency | None = None
     reference_latency: Latency | None = None
+    speedup: Speedup | None = None
     protocol: Protocol
+    limits: Limits = Limits()
     environment: dict[str, Any]
     harness: HarnessInfo
     log_tail: str = ""
