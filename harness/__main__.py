@@ -10,8 +10,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.api import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, evaluate
+from harness.api import DEFAULT_MEMORY_MB, DEFAULT_SCRATCH_MB, DEFAULT_TIMEOUT, evaluate
 from harness.errors import HarnessInputError
+from harness.protocols import DEFAULT_PROTOCOL, PROTOCOL_NAMES
 from harness.sandbox import SandboxUnavailableError
 
 USAGE_ERROR = 2
@@ -32,6 +33,13 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--warmup", type=int, default=10, help="warm-up iterations per case")
     run.add_argument("--iterations", type=int, default=50, help="timed iterations per case")
     run.add_argument("--data-root", type=Path, help="where relative safetensors paths start")
+    run.add_argument(
+        "--protocol",
+        choices=PROTOCOL_NAMES,
+        default=DEFAULT_PROTOCOL,
+        help="judge as this source's own evaluator does (default: kernelindex, for native runs)",
+    )
+    run.add_argument("--scratch-mb", type=int, default=DEFAULT_SCRATCH_MB, help="size of the solution's scratch space")
     run.add_argument("--unsandboxed", action="store_true", help="development only: run without bubblewrap")
     return main
 
@@ -51,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             warmup=arguments.warmup,
             iterations=arguments.iterations,
             data_root=arguments.data_root,
+            protocol=arguments.protocol,
+            scratch_mb=arguments.scratch_mb,
         )
     except (HarnessInputError, SandboxUnavailableError) as error:
         print(f"harness: error: {error}", file=sys.stderr)

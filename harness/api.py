@@ -16,6 +16,7 @@ from harness.environment import host_environment
 from harness.errors import HarnessInputError
 from harness.formats import load_definition, load_solution, load_workload
 from harness.job import Inputs, build_job
+from harness.protocols import DEFAULT_PROTOCOL
 from harness.results import CaseResult, EvaluationResult, HarnessInfo, Protocol
 from harness.sandbox import UNPRIVILEGED_ID, Outcome, SandboxUnavailableError, Workspace, child_command, run_child
 from harness.stats import latency_of, suite_latency
@@ -23,6 +24,7 @@ from harness.timing_names import CPU_FLUSH, CPU_TIMER, CUDA_FLUSH, CUDA_TIMER
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MEMORY_MB = 8192
+DEFAULT_SCRATCH_MB = 1024
 UNSANDBOXED_VARIABLE = "KERNELINDEX_HARNESS_UNSANDBOXED"
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 
@@ -40,6 +42,8 @@ def evaluate(
     warmup: int = 10,
     iterations: int = 50,
     data_root: Path | None = None,
+    protocol: str = DEFAULT_PROTOCOL,
+    scratch_mb: int = DEFAULT_SCRATCH_MB,
 ) -> EvaluationResult:
     """Evaluate a solution on every case of a workload; raises HarnessInputError for unusable arguments or files."""
     _check_options(device, timeout, memory_mb, warmup, iterations)

@@ -61,6 +61,10 @@ class Protocol:
     timing: TimingSetup
 
 
+# Exactly the names `--protocol` takes; other tools script them.
+PROTOCOL_NAMES = ("sol-execbench", "flashinfer-bench", "kernelindex")
+DEFAULT_PROTOCOL = "kernelindex"
+
 PROTOCOLS: dict[str, Protocol] = {}
 
 
