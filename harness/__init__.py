@@ -22,13 +22,20 @@ if TYPE_CHECKING:
     from harness.sandbox import SandboxUnavailableError
 
 
+# The records modules the harness runs: the public formats' model decides what it accepts.
+RECORDS_MODULES = ("records/__init__.py", "records/axes.py", "records/errors.py", "records/formats.py")
+
+
 def harness_digest() -> str:
-    """sha256 over the harness's own source files (path and content), sorted by path: 'sha256:<hex>'."""
+    """sha256 over the harness's source files and the records modules it runs (path and content): 'sha256:<hex>'."""
     package = Path(__file__).resolve().parent
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
+    for name in RECORDS_MODULES:
+        digest.update(name.encode() + b"\0")
+        digest.update((package.parent / name).read_bytes() + b"\0")
     return "sha256:" + digest.hexdigest()
 
 

@@ -1,4 +1,4 @@
-"""`evaluate`: check the files, run the child in its sandbox, and assemble the result."""
+"""`evaluate`: check the files, run the judge and the kernel in their sandboxes, and assemble the result."""
 
 from __future__ import annotations
 
@@ -14,17 +14,20 @@ from pydantic import ValidationError
 
 from harness.environment import host_environment
 from harness.errors import HarnessInputError
+from harness.exchange import exchange_bytes
 from harness.formats import load_definition, load_solution, load_workload
 from harness.job import Inputs, build_job
-from harness.protocols import DEFAULT_PROTOCOL
+from harness.protocols import DEFAULT_PROTOCOL, PROTOCOL_NAMES, PROTOCOLS
 from harness.results import CaseResult, EvaluationResult, HarnessInfo, Protocol
-from harness.sandbox import UNPRIVILEGED_ID, Outcome, SandboxUnavailableError, Workspace, child_command, run_child
-from harness.stats import latency_of, suite_latency
+from harness.sandbox import Limits, Outcome, SandboxUnavailableError, Workspace, allowed_cpus, run_evaluation
+from harness.stats import latency_of, speedup_of, suite_latency
 from harness.timing_names import CPU_FLUSH, CPU_TIMER, CUDA_FLUSH, CUDA_TIMER
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MEMORY_MB = 8192
 DEFAULT_SCRATCH_MB = 1024
+# Bounds the parent's statistics (and the judge's sample lines) whatever is asked for.
+MAX_ITERATIONS = 10_000
 UNSANDBOXED_VARIABLE = "KERNELINDEX_HARNESS_UNSANDBOXED"
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 
@@ -39,24 +42,39 @@ def evaluate(
     timeout: float = DEFAULT_TIMEOUT,
     memory_mb: int | None = DEFAULT_MEMORY_MB,
     sandbox: bool = True,
-    warmup: int = 10,
-    iterations: int = 50,
+    warmup: int | None = None,
+    iterations: int | None = None,
     data_root: Path | None = None,
     protocol: str = DEFAULT_PROTOCOL,
     scratch_mb: int = DEFAULT_SCRATCH_MB,
 ) -> EvaluationResult:
-    """Evaluate a solution on every case of a workload; raises HarnessInputError for unusable arguments or files."""
-    _check_options(device, timeout, memory_mb, warmup, iterations)
+    """Evaluate a solution on every case of a workload; raises HarnessInputError for unusable arguments or files.
+
+    Warm-up and timed iterations default to the protocol's.
+    """
+    setup = _timing_setup(protocol, warmup, iterations)
+    _check_options(device, timeout, memory_mb, scratch_mb, *setup)
     if os.environ.get(UNSANDBOXED_VARIABLE) == "1":
         sandbox = False
     inputs = read_inputs(Path(definition), Path(workload), Path(solution), reference)
     root = Path(tempfile.mkdtemp(prefix="kernelindex-harness-"))
+    limits = Limits(timeout=timeout, memory_mb=memory_mb, scratch_mb=scratch_mb, cpus=allowed_cpus(), device=device)
     try:
         workspace = _workspace(root, inputs, sandbox)
-        outcome = _run(workspace, inputs, device, timeout, memory_mb, warmup, iterations, data_root)
+        outcome = _run(workspace, inputs, limits, protocol, setup, data_root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    return assemble(inputs, outcome, device, warmup, iterations)
+    return assemble(inputs, outcome, device, protocol, setup)
+
+
+def _timing_setup(protocol: str, warmup: int | None, iterations: int | None) -> tuple[int, int]:
+    if protocol not in PROTOCOL_NAMES:
+        raise HarnessInputError(
+            "--protocol", None, None, f"expected one of {', '.join(PROTOCOL_NAMES)}, not {protocol!r}"
+        )
+    known = PROTOCOLS.get(protocol)
+    default_warmup, default_iterations = (known.timing.warmup, known.timing.iterations) if known else (10, 50)
+    return (default_warmup if warmup is None else warmup, default_iterations if iterations is None else iterations)
 
 
 def read_inputs(definition: Path, workload: Path, solution: Path, reference: Path | None) -> Inputs:
@@ -72,77 +90,106 @@ def read_inputs(definition: Path, workload: Path, solution: Path, reference: Pat
     )
 
 
-def _check_options(device: str, timeout: float, memory_mb: int | None, warmup: int, iterations: int) -> None:
+def _check_options(
+    device: str, timeout: float, memory_mb: int | None, scratch_mb: int, warmup: int, iterations: int
+) -> None:
     if not _DEVICE.fullmatch(device):
         raise HarnessInputError("--device", None, None, f"expected cpu, cuda or cuda:N, not {device!r}")
     if timeout <= 0:
         raise HarnessInputError("--timeout", None, None, "must be more than 0 seconds")
     if memory_mb is not None and memory_mb <= 0:
         raise HarnessInputError("--memory-mb", None, None, "must be more than 0")
-    if warmup < 0 or iterations < 1:
-        raise HarnessInputError("--iterations", None, None, "need at least 1 timed iteration and no negative warm-up")
+    if scratch_mb <= 0:
+        raise HarnessInputError("--scratch-mb", None, None, "must be more than 0")
+    if warmup < 0 or not 1 <= iterations <= MAX_ITERATIONS:
+        raise HarnessInputError(
+            "--iterations", None, None, f"need 1 to {MAX_ITERATIONS} timed iterations and no negative warm-up"
+        )
 
 
 def _workspace(root: Path, inputs: Inputs, sandboxed: bool) -> Workspace:
-    job, scratch = root / "job", root / "scratch"
-    sources = job / "solution"
+    """The judge's folder (the job, the reference, data files) and the kernel's (the solution alone)."""
+    judge, kernel = root / "judge", root / "kernel"
+    sources = kernel / "solution"
+    judge.mkdir()
     sources.mkdir(parents=True)
-    scratch.mkdir()
-    (job / inputs.reference_name).write_text(inputs.reference_source, encoding="utf-8")
+    (judge / inputs.reference_name).write_text(inputs.reference_source, encoding="utf-8")
     for source in inputs.solution.sources:
         target = sources / source.path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(source.content, encoding="utf-8")
-    # The unprivileged child must read the job and own the scratch folder.
-    root.chmod(0o755)
-    for path in [job, *job.rglob("*")]:
+    return Workspace(judge=judge, kernel=kernel, sandboxed=sandboxed)
+
+
+def _readable(folder: Path) -> None:
+    # The unprivileged processes must read their folders.
+    folder.parent.chmod(0o755)
+    for path in [folder, *folder.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    if os.geteuid() == 0 and sandboxed:
-        os.chown(scratch, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
-    return Workspace(job=job, scratch=scratch, sandboxed=sandboxed)
 
 
 def _run(
     workspace: Workspace,
     inputs: Inputs,
-    device: str,
-    timeout: float,
-    memory_mb: int | None,
-    warmup: int,
-    iterations: int,
+    limits: Limits,
+    protocol: str,
+    setup: tuple[int, int],
     data_root: Path | None,
 ) -> Outcome:
     copied: dict[Path, str] = {}
 
-    def child_path_of(host: Path) -> str:
-        # Copied into the job (data files are small: indices, lengths), so the unprivileged child can read them.
+    def judge_path_of(host: Path) -> str:
+        # Copied into the judge's job (data files are small: indices, lengths), so the unprivileged judge reads them.
         if host not in copied:
             name = f"{len(copied)}{host.suffix}"
-            (workspace.job / "data").mkdir(mode=0o755, exist_ok=True)
-            shutil.copyfile(host, workspace.job / "data" / name)
-            (workspace.job / "data" / name).chmod(0o644)
-            copied[host] = str(workspace.child_job() / "data" / name)
+            (workspace.judge / "data").mkdir(exist_ok=True)
+            shutil.copyfile(host, workspace.judge / "data" / name)
+            copied[host] = str(workspace.job_in_sandbox("judge") / "data" / name)
         return copied[host]
 
+    drop = workspace.sandboxed and os.geteuid() == 0
+    warmup, iterations = setup
     options = {
-        "device": device,
+        "device": limits.device,
         "warmup": warmup,
         "iterations": iterations,
-        "memory_mb": memory_mb,
-        "drop_privileges": workspace.sandboxed and os.geteuid() == 0,
+        "memory_mb": limits.memory_mb,
+        "drop_privileges": drop,
+        "protocol": protocol,
+        "cpus": len(limits.cpus),
     }
-    job, _ = build_job(inputs, options, data_root, child_path_of)
-    job["solution"]["dir"] = str(workspace.child_job() / "solution")
-    (workspace.job / "job.json").write_text(json.dumps(job), encoding="utf-8")
-    (workspace.job / "job.json").chmod(0o644)
-    return run_child(lambda fd: child_command(workspace, device, fd), workspace.scratch, timeout, memory_mb)
+    job, _ = build_job(inputs, options, data_root, judge_path_of)
+    kernel_config = {
+        **job["solution"],
+        "dir": str(workspace.job_in_sandbox("kernel") / "solution"),
+        "device": limits.device,
+        "memory_mb": limits.memory_mb,
+        "drop_privileges": drop,
+    }
+    (workspace.judge / "job.json").write_text(json.dumps(job), encoding="utf-8")
+    (workspace.kernel / "config.json").write_text(json.dumps(kernel_config), encoding="utf-8")
+    _readable(workspace.judge)
+    _readable(workspace.kernel)
+    return run_evaluation(
+        workspace,
+        job,
+        limits,
+        exchange_size=exchange_bytes(job["cases"]),
+        known_cases=[case["uuid"] for case in job["cases"]],
+        max_samples=iterations,
+    )
 
 
-def assemble(inputs: Inputs, outcome: Outcome, device: str, warmup: int, iterations: int) -> EvaluationResult:
+def assemble(inputs: Inputs, outcome: Outcome, device: str, protocol: str, setup: tuple[int, int]) -> EvaluationResult:
     cases = _case_results(inputs, outcome)
     status, reason = _overall(cases, outcome)
     all_passed = all(case.status == "PASSED" for case in cases)
     cuda = device.startswith("cuda")
+    known = PROTOCOLS.get(protocol)
+    latency = suite_latency([c.latency for c in cases if c.latency]) if all_passed else None
+    reference_latency = (
+        suite_latency([c.reference_latency for c in cases if c.reference_latency]) if all_passed else None
+    )
     return EvaluationResult.model_validate(
         {
             "status": status,
@@ -151,16 +198,20 @@ def assemble(inputs: Inputs, outcome: Outcome, device: str, warmup: int, iterati
             "solution": inputs.solution.name,
             "device": device,
             "cases": cases,
-            "latency": suite_latency([c.latency for c in cases if c.latency]) if all_passed else None,
-            "reference_latency": suite_latency([c.reference_latency for c in cases if c.reference_latency])
-            if all_passed
-            else None,
+            "latency": latency,
+            "reference_latency": reference_latency,
+            "speedup": speedup_of(reference_latency, latency),
             "protocol": Protocol(
-                warmup=warmup,
-                iterations=iterations,
+                name=protocol,
+                version=known.version if known else "unknown",
+                warmup=setup[0],
+                iterations=setup[1],
+                correctness_rounds=known.correctness_rounds if known else 1,
                 timer=CUDA_TIMER if cuda else CPU_TIMER,
                 l2_flush=CUDA_FLUSH if cuda else CPU_FLUSH,
+                statistic=known.timing.statistic if known else "median",
             ),
+            "limits": outcome.limits,
             "environment": {**host_environment(device), **outcome.environment},
             "harness": _harness_info(),
             "log_tail": outcome.log_tail,
@@ -173,51 +224,62 @@ def _case_results(inputs: Inputs, outcome: Outcome) -> list[CaseResult]:
     stopped_at: str | None = None
     for _, case in inputs.cases:
         reported = outcome.cases.get(case.uuid)
-        if reported is not None:
-            results.append(_reported_case(reported))
-        elif outcome.fatal is not None:
-            results.append(_reported_case({"uuid": case.uuid, "status": outcome.fatal[0], "reason": outcome.fatal[1]}))
-        elif stopped_at is None:
-            stopped_at = case.uuid
-            stop = {"uuid": case.uuid, "status": _stop_status(outcome), "reason": _stop_reason(outcome)}
-            results.append(_reported_case(stop))
-        else:
+        if stopped_at is not None:
             reason = f"not run: the evaluation stopped at case {stopped_at}"
             results.append(CaseResult(uuid=case.uuid, status="NOT_RUN", reason=reason))
+        elif reported is not None:
+            results.append(_reported_case(_with_limit(reported, outcome)))
+            if reported.get("stop"):
+                stopped_at = case.uuid
+        elif outcome.fatal is not None:
+            results.append(_reported_case({"uuid": case.uuid, "status": outcome.fatal[0], "reason": outcome.fatal[1]}))
+        else:
+            stopped_at = case.uuid
+            status, reason = _stop(outcome)
+            results.append(_reported_case({"uuid": case.uuid, "status": status, "reason": reason}))
     return results
 
 
+def _with_limit(reported: dict[str, Any], outcome: Outcome) -> dict[str, Any]:
+    """A case whose kernel process died at a limit of its cgroup is that limit's failure, named."""
+    if reported.get("stop") and reported.get("status") == "RUNTIME_ERROR" and outcome.limit_hit:
+        return {**reported, "status": outcome.limit_hit[0], "reason": outcome.limit_hit[1]}
+    return reported
+
+
+def _stop(outcome: Outcome) -> tuple[str, str]:
+    """Why the case that was running has no result."""
+    if outcome.stopped:
+        return outcome.stopped
+    if outcome.limit_hit:
+        return outcome.limit_hit
+    code = outcome.judge_returncode or 0
+    # bwrap reports a process's death by signal N as the exit status 128 + N.
+    signal_number = -code if code < 0 else code - 128 if code > 128 else 0
+    how = f"was killed by signal {signal_number}" if signal_number else f"exited with status {code}"
+    last = outcome.judge_log_tail.strip().splitlines()[-5:]
+    return "HARNESS_ERROR", f"the judge {how} during this case" + (": " + "\n".join(last) if last else "")
+
+
 def _reported_case(reported: dict[str, Any]) -> CaseResult:
-    """A case as the child reported it; what does not read as a result is a RUNTIME_ERROR, not a crash."""
-    fields = dict(reported)
-    samples = fields.pop("samples", None)
-    reference_samples = fields.pop("reference_samples", None)
+    """A case as the judge reported it; what does not read as a result is a HARNESS_ERROR, not a crash."""
+    fields = {key: value for key, value in reported.items() if key in CaseResult.model_fields}
+    samples = reported.get("samples")
+    reference_samples = reported.get("reference_samples")
     try:
+        latency = latency_of(samples) if samples else None
+        reference_latency = latency_of(reference_samples) if reference_samples else None
         return CaseResult.model_validate(
             {
                 **fields,
-                "latency": latency_of(samples) if samples else None,
-                "reference_latency": latency_of(reference_samples) if reference_samples else None,
+                "latency": latency,
+                "reference_latency": reference_latency,
+                "speedup": speedup_of(reference_latency, latency),
             }
         )
     except (ValidationError, TypeError, ValueError):
-        reason = "the evaluation process reported a result that does not read as one"
-        return CaseResult(uuid=str(reported.get("uuid")), status="RUNTIME_ERROR", reason=reason)
-
-
-def _stop_status(outcome: Outcome) -> str:
-    return outcome.stopped[0] if outcome.stopped else "RUNTIME_ERROR"
-
-
-def _stop_reason(outcome: Outcome) -> str:
-    if outcome.stopped:
-        return outcome.stopped[1]
-    code = outcome.returncode or 0
-    # bwrap reports a child's death by signal N as the exit status 128 + N.
-    signal_number = -code if code < 0 else code - 128 if code > 128 else 0
-    how = f"was killed by signal {signal_number}" if signal_number else f"exited with status {code}"
-    last = outcome.log_tail.strip().splitlines()[-5:]
-    return f"the evaluation process {how} during this case" + (": " + "\n".join(last) if last else "")
+        reason = "the judge reported a result that does not read as one"
+        return CaseResult(uuid=str(reported.get("uuid")), status="HARNESS_ERROR", reason=reason)
 
 
 def _overall(cases: list[CaseResult], outcome: Outcome) -> tuple[str, str | None]:
@@ -227,8 +289,8 @@ def _overall(cases: list[CaseResult], outcome: Outcome) -> tuple[str, str | None
     if outcome.stopped is not None:
         return outcome.stopped
     if not outcome.environment:
-        # The child never got as far as torch: the sandbox or the interpreter did not start.
-        return "RUNTIME_ERROR", "the evaluation process did not start: " + outcome.log_tail.strip()[-1000:]
+        # The judge never got as far as torch: the sandbox or the interpreter did not start.
+        return "HARNESS_ERROR", "the judge did not start: " + outcome.judge_log_tail.strip()[-1000:]
     for case in cases:
         if case.status != "PASSED":
             return case.status, f"case {case.uuid}: {case.reason}"

@@ -1,124 +1,469 @@
-"""One case inside the child: inputs, reference, solution, checks, timing."""
+"""One case, judged: correctness rounds on fresh inputs, then the kernel and the reference timed in turns.
+
+Inside the judge. The kernel's process is reached only through `KernelLink`:
+inputs go into the exchange, the call goes down a pipe, the time comes back,
+and the outputs are read from the exchange, copied out at once, and checked
+here. Every call, checked or timed, looks the same from the kernel's side.
+
+- Correctness: `correctness_rounds` rounds (the protocol's), each on inputs
+  from a fresh seed (the first from the case's own seed, so a failure there is
+  reproducible), every output checked.
+- Timing: warm-up calls, then the timed calls in blocks, each block followed
+  by as many timed calls of the reference (here, on the judge's own clock),
+  so that a drift of the host shows in the reference's blocks. Every call
+  gets inputs from a fresh secret seed at a fresh address and outputs reset,
+  and after each call the judge draws whether to check it: a kernel cannot
+  know which of its timed calls will be checked.
+- The clock check: on the CPU the judge reads the kernel's CPU time (its
+  cgroup's counter, exact for every thread) around each call. A call's CPU
+  time can exceed its wall time only by the threads it may use, so CPU time
+  beyond `cpus` × the reported time, by more than the harness's own cost per
+  call (measured before the solution was loaded), is a reported time the
+  kernel did not spend: REWARD_HACK. Noise only lowers CPU time against wall
+  time, so it cannot make an honest kernel look like a cheat. After the
+  timed calls, CPU time spent while the kernel should be idle is work left
+  running after its calls returned: REWARD_HACK as well. On CUDA the judge's
+  own wall clock around each call bounds the reported GPU time instead.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+import mmap
+import random
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from harness.checking import compare, outputs_as_list, reference_problem
+from harness.exchange import ChannelError, LineChannel, Placement, placements
 from harness.failures import failure_status, failure_text
+from harness.protocols import PROTOCOLS, Protocol
 from harness.tensors import DTYPES, InputError, build_inputs, changed_input, clone
-from harness.timing import time_calls, timer_tampering
+from harness.timing import time_reference
+
+# The share of timed calls whose outputs are checked, drawn after each call.
+CHECKED_SHARE = 0.25
+# Calibration calls per case, before the solution is loaded.
+CALIBRATION_CALLS = 7
+# Interleaved blocks of timed calls (solution, then reference), at most.
+TIMING_BLOCKS = 5
+# CPU time the kernel may spend per call beyond `cpus` x its reported time: this many times the
+# calibrated cost of an empty call, plus a fixed margin for the accounting itself.
+OVERHEAD_FACTOR = 2.0
+OVERHEAD_MARGIN_NS = 25_000
+# After the timed calls: a pause for spinning runtimes to settle, then a window in which the kernel's
+# process, blocked on its pipe, may use this much CPU at most.
+IDLE_SETTLE_S, IDLE_WINDOW_S, IDLE_CPU_NS = 0.02, 0.05, 10_000_000
+# On CUDA: the judge's wall time per call beyond the reported GPU time, in multiples of an empty call's, plus this.
+WALL_FACTOR, WALL_MARGIN_NS = 4.0, 1_000_000
+
+_secret = random.SystemRandom()
 
 
-def evaluate_case(
-    case: Mapping[str, Any],
-    job: Mapping[str, Any],
-    reference_run: Callable[..., Any],
-    entrypoint: Callable[..., Any] | None,
-    solution: Callable[..., Any],
-) -> dict[str, Any]:
-    device = job["device"]
-    has_custom = any(spec["source"] == "custom" for spec in case["inputs"].values())
-    try:
-        inputs = build_inputs(case, device, entrypoint)
-    except InputError as error:
-        return _failed(case, error.status, error.reason)
-    except Exception as error:
-        status = failure_status(error, "INVALID_REFERENCE" if has_custom else "RUNTIME_ERROR")
-        return _failed(case, status, "the inputs could not be built: " + failure_text(error))
+class KernelFault(Exception):  # noqa: N818 (a fault, not an error of the harness)
+    """The kernel's process failed or broke the protocol: a status of its own, and the evaluation stops."""
 
-    reference_arguments = [clone(value) for value in inputs.values()]
-    try:
-        expected = outputs_as_list(reference_run(*reference_arguments), list(case["outputs"]))
-        _synchronize(device)
-    except Exception as error:
-        status = failure_status(error, "INVALID_REFERENCE")
-        return _failed(case, status, "the reference failed: " + failure_text(error))
-    problem = reference_problem(expected, case["outputs"], bool(case["tolerance"].get("allow_negative_inf")))
-    if problem:
-        return _failed(case, "INVALID_REFERENCE", problem)
-
-    # The solution gets copies of its own; the originals stay as built, to catch writes into inputs.
-    copies = {name: clone(value) for name, value in inputs.items()}
-    outputs = _allocate_outputs(case, device) if job["solution"]["dps"] else []
-    arguments = [*copies.values(), *outputs]
-    try:
-        returned = solution(*arguments)
-        _synchronize(device)
-    except Exception as error:
-        return _failed(case, failure_status(error), failure_text(error))
-    changed = changed_input(inputs, copies)
-    if changed:
-        return _failed(case, "REWARD_HACK", f"the solution wrote into its inputs: {changed}")
-    produced = outputs if job["solution"]["dps"] else outputs_as_list(returned, list(case["outputs"]))
-    disguised = [type(value).__name__ for value in produced if isinstance(value, torch.Tensor)]
-    if any(name != "Tensor" for name in disguised):
-        # A subclass can answer comparisons as it likes: only plain tensors are checked.
-        return _failed(case, "REWARD_HACK", f"the solution returned {', '.join(disguised)}, not plain tensors")
-    verdict = compare(produced, expected, case["outputs"], case["tolerance"])
-    result = {
-        "uuid": case["uuid"],
-        "status": verdict.status,
-        "reason": verdict.reason,
-        "max_abs_error": verdict.max_abs_error,
-        "max_rel_error": verdict.max_rel_error,
-    }
-    if verdict.status != "PASSED":
-        return result
-    return _timed(result, case, job, reference_run, reference_arguments, solution, arguments, inputs, copies)
+    def __init__(self, status: str, reason: str, *, stop: bool = True) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.stop = stop
 
 
-def _timed(
-    result: dict[str, Any],
-    case: Mapping[str, Any],
-    job: Mapping[str, Any],
-    reference_run: Callable[..., Any],
-    reference_arguments: list[Any],
-    solution: Callable[..., Any],
-    arguments: list[Any],
-    inputs: Mapping[str, Any],
-    copies: Mapping[str, Any],
-) -> dict[str, Any]:
-    device, warmup, iterations = job["device"], job["warmup"], job["iterations"]
-    tampered = timer_tampering()
-    if tampered:
-        return _failed(case, "REWARD_HACK", f"the solution replaced the harness's clock: {tampered}")
-    try:
-        result["reference_samples"] = time_calls(reference_run, reference_arguments, device, warmup, iterations)
-    except Exception as error:
-        return _failed(case, failure_status(error, "INVALID_REFERENCE"), "timing the reference: " + failure_text(error))
-    try:
-        result["samples"] = time_calls(solution, arguments, device, warmup, iterations)
-    except Exception as error:
-        return _failed(case, failure_status(error), "timing the solution: " + failure_text(error))
-    changed = changed_input(inputs, copies)
-    if changed:
-        return _failed(case, "REWARD_HACK", f"the solution wrote into its inputs while being timed: {changed}")
-    tampered = timer_tampering()
-    if tampered:
-        return _failed(case, "REWARD_HACK", f"the solution replaced the harness's clock while being timed: {tampered}")
-    return result
+@dataclass
+class Call:
+    """What one call of the kernel gave: its reported time, the judge's measures of it, the outputs as found."""
+
+    reported_ns: float
+    cpu_ns: int | None
+    wall_ns: int
+    outputs: list[Any]
+    # Why the outputs cannot be compared (a count, shape or dtype off), as a verdict, else None.
+    mismatch: tuple[str, str] | None = None
+    changed_input: str | None = None
 
 
-def _allocate_outputs(case: Mapping[str, Any], device: str) -> list[torch.Tensor]:
-    outputs = []
-    for spec in case["outputs"].values():
-        output = torch.empty(
-            spec["shape"] if spec["shape"] is not None else (), dtype=DTYPES[spec["dtype"]], device=device
+@dataclass
+class KernelLink:
+    channel: LineChannel
+    exchange: mmap.mmap
+    cpu_meter: int | None
+    dps: bool
+    sequence: int = 0
+    slot: int = 0
+    slots_used: dict[str, int] = field(default_factory=dict)
+
+    def load(self) -> list[str] | None:
+        reply = self._request({"op": "load"})
+        error = reply.get("error")
+        if error is None:
+            return None
+        if isinstance(error, list) and len(error) == 2 and all(isinstance(part, str) for part in error):
+            return [
+                error[0] if error[0] in ("COMPILE_ERROR", "RUNTIME_ERROR", "OUT_OF_MEMORY") else "COMPILE_ERROR",
+                error[1],
+            ]
+        return ["REWARD_HACK", "the kernel's process answered the load with something that is not a reply"]
+
+    def exit(self) -> None:
+        with contextlib.suppress(ChannelError):
+            self.channel.send({"op": "exit"})
+
+    def cpu_ns(self) -> int | None:
+        from harness.cgroups import read_cpu_ns
+
+        return None if self.cpu_meter is None else read_cpu_ns(self.cpu_meter)
+
+    def call(self, case: Mapping[str, Any], inputs: Mapping[str, Any], *, empty: bool = False) -> Call:
+        """Write the inputs into the next slot, reset its outputs, call, and read back what the kernel left."""
+        self.slot = (self.slot + 1) % 2
+        tensor_names = [name for name, value in inputs.items() if isinstance(value, torch.Tensor)]
+        input_places, output_places = placements(case, self.slot, tensor_names)
+        originals = {}
+        for name, place in zip(tensor_names, input_places, strict=True):
+            originals[name] = inputs[name].detach().to("cpu")
+            self._view(place).copy_(originals[name].reshape(place.shape))
+        for place in output_places:
+            _reset(self._view(place))
+        places = dict(zip(tensor_names, input_places, strict=True))
+        arguments = [
+            {"offset": places[name].offset, "shape": places[name].shape, "dtype": places[name].dtype}
+            if name in places
+            else {"value": value}
+            for name, value in inputs.items()
+        ]
+        outs = [[p.offset, p.shape, p.dtype, p.nbytes] for p in output_places]
+        cpu_before, wall_before = self.cpu_ns(), time.perf_counter_ns()
+        reply = self._request({"op": "call", "args": arguments, "outs": outs, "empty": empty})
+        wall = time.perf_counter_ns() - wall_before
+        cpu_after = self.cpu_ns()
+        # Copied out at once: what the kernel writes into the exchange later changes nothing.
+        found = [self._view(place).clone() for place in output_places]
+        views = {name: self._view(place) for name, place in zip(tensor_names, input_places, strict=True)}
+        error = reply.get("error")
+        if error is not None:
+            raise _fault_from(error)
+        reported = reply.get("ns")
+        if not isinstance(reported, (int, float)) or isinstance(reported, bool) or not 0 <= reported < 1e15:
+            raise KernelFault(
+                "REWARD_HACK", f"the kernel's process reported a time that is not one: {str(reported)[:80]}"
+            )
+        call = Call(
+            reported_ns=float(reported),
+            cpu_ns=None if cpu_before is None or cpu_after is None else cpu_after - cpu_before,
+            wall_ns=wall,
+            outputs=found,
+            changed_input=changed_input(originals, views),
         )
-        # Freshly allocated memory may still hold a freed result of the reference: a solution that writes
-        # nothing must not pass on it. NaN fails any check; integers get their largest value.
-        if output.dtype == torch.float4_e2m1fn_x2:
-            output.view(torch.uint8).fill_(0xFF)
-        elif output.is_floating_point():
-            output.fill_(float("nan"))
-        elif output.dtype != torch.bool:
-            output.fill_(torch.iinfo(output.dtype).max)
-        outputs.append(output)
-    return outputs
+        if not self.dps:
+            call.mismatch = _returned_mismatch(reply, case, output_places)
+        return call
+
+    def _request(self, message: dict[str, Any]) -> dict[str, Any]:
+        self.sequence += 1
+        try:
+            self.channel.send({"seq": self.sequence, **message})
+            reply = self.channel.receive()
+        except ChannelError as error:
+            if "closed" in str(error):
+                raise KernelFault("RUNTIME_ERROR", "the kernel's process ended during this call") from None
+            raise KernelFault("REWARD_HACK", f"the kernel's process broke the call protocol: {error}") from None
+        if reply.get("seq") != self.sequence:
+            raise KernelFault("REWARD_HACK", "the kernel's process wrote a reply to no call (forged or out of order)")
+        return reply
+
+    def _view(self, place: Placement) -> torch.Tensor:
+        dtype = DTYPES[place.dtype]
+        count = place.nbytes // max(DTYPES[place.dtype].itemsize, 1)
+        if count == 0:
+            return torch.empty(place.shape, dtype=dtype)
+        return torch.frombuffer(self.exchange, dtype=dtype, count=count, offset=place.offset).view(place.shape)
+
+
+def _fault_from(error: Any) -> KernelFault:
+    if isinstance(error, list) and len(error) == 2 and all(isinstance(part, str) for part in error):
+        status = error[0] if error[0] in _KERNEL_STATUSES else "RUNTIME_ERROR"
+        # The kernel's own failure: the evaluation goes on with the next case unless it tampered.
+        return KernelFault(status, error[1][:4000], stop=status == "REWARD_HACK")
+    return KernelFault("REWARD_HACK", "the kernel's process sent an error that is not one")
+
+
+_KERNEL_STATUSES = frozenset({"RUNTIME_ERROR", "OUT_OF_MEMORY", "REWARD_HACK", "COMPILE_ERROR"})
+
+
+def _returned_mismatch(
+    reply: Mapping[str, Any], case: Mapping[str, Any], places: Sequence[Placement]
+) -> tuple[str, str] | None:
+    described = reply.get("returned")
+    count = reply.get("count")
+    if not isinstance(described, list) or not isinstance(count, int):
+        return ("REWARD_HACK", "the kernel's process replied without describing its outputs")
+    if count != len(places):
+        return ("INCORRECT_SHAPE", f"the solution returned {count} outputs, expected {len(places)}")
+    for (name, spec), place, item in zip(case["outputs"].items(), places, described, strict=False):
+        if not isinstance(item, dict):
+            return ("REWARD_HACK", "the kernel's process described an output oddly")
+        if "kind" in item and spec["shape"] is not None:
+            return ("INCORRECT_SHAPE", f"output {name!r}: got {str(item['kind'])[:40]}, expected a tensor")
+        if "kind" in item:
+            continue
+        if item.get("shape") != place.shape and not (spec["shape"] is None and item.get("shape") == []):
+            return ("INCORRECT_SHAPE", f"output {name!r}: shape {str(item.get('shape'))[:80]}, expected {place.shape}")
+        if item.get("dtype") != place.dtype:
+            return (
+                "INCORRECT_DTYPE",
+                f"output {name!r}: dtype torch.{str(item.get('dtype'))[:40]}, expected torch.{place.dtype}",
+            )
+    return None
+
+
+def _reset(view: torch.Tensor) -> None:
+    """A pattern no correct kernel leaves: NaN, an integer's largest value, all-ones bytes for packed floats."""
+    if view.dtype in (torch.float4_e2m1fn_x2, torch.float8_e4m3fn, torch.float8_e5m2):
+        view.view(torch.uint8).fill_(0xFF)
+    elif view.is_floating_point() or view.is_complex():
+        view.fill_(float("nan"))
+    elif view.dtype == torch.bool:
+        view.fill_(True)
+    else:
+        view.fill_(torch.iinfo(view.dtype).max)
+
+
+def calibrate(kernel: KernelLink, case: Mapping[str, Any]) -> dict[str, float]:
+    """The harness's own cost of one call of this case, CPU and wall, as medians over empty calls."""
+    inputs = {
+        name: spec["value"]
+        if spec["source"] == "scalar"
+        else torch.zeros(spec["shape"] or [], dtype=DTYPES[spec["dtype"]])
+        for name, spec in case["inputs"].items()
+    }
+    calls = [kernel.call(case, inputs, empty=True) for _ in range(CALIBRATION_CALLS)]
+    cpu = [call.cpu_ns for call in calls if call.cpu_ns is not None]
+    return {
+        "cpu_ns": statistics.median(cpu) if cpu else 0.0,
+        "wall_ns": statistics.median(call.wall_ns for call in calls),
+    }
+
+
+def protocol_of(job: Mapping[str, Any]) -> Protocol | None:
+    return PROTOCOLS.get(job.get("protocol", ""))
+
+
+class CaseJudge:
+    def __init__(
+        self,
+        job: Mapping[str, Any],
+        case: Mapping[str, Any],
+        reference_run: Callable[..., Any],
+        entrypoint: Callable[..., Any] | None,
+        kernel: KernelLink,
+        overhead: Mapping[str, float],
+    ) -> None:
+        self.job = job
+        self.case = case
+        self.device = job["device"]
+        self.reference_run = reference_run
+        self.entrypoint = entrypoint
+        self.kernel = kernel
+        self.overhead = overhead
+        self.protocol = protocol_of(job)
+        self.rounds = self.protocol.correctness_rounds if self.protocol else 1
+        self.input_rule = self.protocol.input_rule if self.protocol else "kernelindex"
+        self.has_custom = any(spec["source"] == "custom" for spec in case["inputs"].values())
+        self.worst = [0.0, 0.0]
+
+    def run(self) -> dict[str, Any]:
+        try:
+            for round_index in range(self.rounds):
+                seed = self.case["seed"] if round_index == 0 else _secret.getrandbits(63)
+                where = f"round {round_index + 1} of {self.rounds}: " if self.rounds > 1 else ""
+                self._checked_call(seed, where)
+            return self._timed()
+        except KernelFault as fault:
+            return {**self._result(fault.status, fault.reason), "stop": fault.stop}
+        except _CaseFailed as failure:
+            return self._result(failure.status, failure.reason, failure.max_abs, failure.max_rel)
+
+    # -- correctness ---------------------------------------------------------
+
+    def _inputs(self, seed: int) -> dict[str, Any]:
+        try:
+            return build_inputs(self.case, self.device, self.entrypoint, rule=self.input_rule, seed=seed)
+        except InputError as error:
+            raise _CaseFailed(error.status, error.reason) from None
+        except Exception as error:
+            status = failure_status(error, "INVALID_REFERENCE" if self.has_custom else "HARNESS_ERROR")
+            raise _CaseFailed(status, "the inputs could not be built: " + failure_text(error)) from None
+
+    def _expected(self, inputs: Mapping[str, Any]) -> list[Any]:
+        try:
+            expected = outputs_as_list(
+                self.reference_run(*[clone(v) for v in inputs.values()]), list(self.case["outputs"])
+            )
+            _synchronize(self.device)
+        except Exception as error:
+            raise _CaseFailed(
+                failure_status(error, "INVALID_REFERENCE"), "the reference failed: " + failure_text(error)
+            ) from None
+        tolerance = self.case["tolerance"]
+        problem = reference_problem(
+            expected, self.case["outputs"], bool(tolerance.get("allow_negative_inf")), **self._rule()
+        )
+        if problem:
+            raise _CaseFailed("INVALID_REFERENCE", problem)
+        return expected
+
+    def _rule(self) -> dict[str, Any]:
+        return {"rule": self.protocol.correctness} if self.protocol else {}
+
+    def _checked_call(self, seed: int, where: str) -> Call:
+        inputs = self._inputs(seed)
+        expected = self._expected(inputs)
+        call = self.kernel.call(self.case, inputs)
+        self._check(call, expected, where)
+        return call
+
+    def _check(self, call: Call, expected: list[Any], where: str) -> None:
+        if call.changed_input:
+            raise _CaseFailed("REWARD_HACK", f"{where}the solution wrote into its inputs: {call.changed_input}")
+        if call.mismatch:
+            raise _CaseFailed(call.mismatch[0], where + call.mismatch[1])
+        outputs = [o.to(self.device) for o in call.outputs]
+        verdict = compare(outputs, expected, self.case["outputs"], self.case["tolerance"], **self._rule())
+        if verdict.status != "PASSED":
+            raise _CaseFailed(
+                verdict.status, where + (verdict.reason or verdict.status), verdict.max_abs_error, verdict.max_rel_error
+            )
+        self.worst = [
+            max(self.worst[0], verdict.max_abs_error or 0.0),
+            max(self.worst[1], verdict.max_rel_error or 0.0),
+        ]
+
+    # -- timing --------------------------------------------------------------
+
+    def _timed(self) -> dict[str, Any]:
+        warmup, iterations = self.job["warmup"], self.job["iterations"]
+        for _ in range(warmup):
+            self._unchecked_call()
+        for _ in range(warmup):
+            self._time_reference()
+        blocks = _blocks(iterations, min(TIMING_BLOCKS, iterations))
+        calls: list[Call] = []
+        reference_blocks: list[list[float]] = []
+        checked = 0
+        for size in blocks:
+            for _ in range(size):
+                last = len(calls) == iterations - 1
+                check = _secret.random() < CHECKED_SHARE or (last and checked == 0)
+                calls.append(self._timed_call(check, len(calls) + 1))
+                checked += check
+            reference_blocks.append([self._time_reference() for _ in range(size)])
+        self._check_clock(calls)
+        result = self._result("PASSED", None)
+        result["samples"] = [call.reported_ns for call in calls]
+        result["reference_samples"] = [sample for block in reference_blocks for sample in block]
+        if len(reference_blocks) > 1:
+            first, last_block = statistics.median(reference_blocks[0]), statistics.median(reference_blocks[-1])
+            result["reference_drift"] = last_block / first if first > 0 else None
+        return result
+
+    def _unchecked_call(self) -> Call:
+        inputs = self._inputs(_secret.getrandbits(63))
+        call = self.kernel.call(self.case, inputs)
+        if call.changed_input:
+            raise _CaseFailed("REWARD_HACK", f"the solution wrote into its inputs: {call.changed_input}")
+        return call
+
+    def _timed_call(self, check: bool, number: int) -> Call:
+        inputs = self._inputs(_secret.getrandbits(63))
+        # Drawn before the call, used after it: the kernel's process cannot see it either way.
+        expected = self._expected(inputs) if check else None
+        call = self.kernel.call(self.case, inputs)
+        where = f"timed call {number}: "
+        if expected is not None:
+            self._check(call, expected, where)
+        elif call.changed_input:
+            raise _CaseFailed("REWARD_HACK", f"{where}the solution wrote into its inputs: {call.changed_input}")
+        elif call.mismatch:
+            raise _CaseFailed(call.mismatch[0], where + call.mismatch[1])
+        return call
+
+    def _time_reference(self) -> float:
+        inputs = self._inputs(_secret.getrandbits(63))
+        arguments = [clone(v) for v in inputs.values()]
+        try:
+            return time_reference(self.reference_run, arguments, self.device)
+        except Exception as error:
+            raise _CaseFailed(
+                failure_status(error, "INVALID_REFERENCE"), "timing the reference: " + failure_text(error)
+            ) from None
+
+    def _check_clock(self, calls: Sequence[Call]) -> None:
+        cpus = max(int(self.job.get("cpus") or 1), 1)
+        if self.device.startswith("cuda"):
+            excess = statistics.median(call.wall_ns - call.reported_ns for call in calls)
+            allowed = WALL_FACTOR * self.overhead["wall_ns"] + WALL_MARGIN_NS
+            if excess > allowed:
+                raise _CaseFailed(
+                    "REWARD_HACK",
+                    f"the kernel's process reported {_us(statistics.median(c.reported_ns for c in calls))} per call, "
+                    f"{_us(excess)} less than the judge's clock saw (more than the harness's own {_us(allowed)})",
+                )
+            return
+        measured = [call for call in calls if call.cpu_ns is not None]
+        if not measured:
+            return
+        excess = statistics.median(call.cpu_ns - cpus * call.reported_ns for call in measured)  # type: ignore[operator]
+        allowed = OVERHEAD_FACTOR * self.overhead["cpu_ns"] + OVERHEAD_MARGIN_NS
+        if excess > allowed:
+            cpu = statistics.median(call.cpu_ns for call in measured)  # type: ignore[type-var]
+            reported = statistics.median(call.reported_ns for call in measured)
+            raise _CaseFailed(
+                "REWARD_HACK",
+                f"the kernel's process used {_us(cpu)} of CPU per timed call on {cpus} CPU(s) but reported "
+                f"{_us(reported)}: a time it did not spend (the harness's own cost is {_us(self.overhead['cpu_ns'])})",
+            )
+        self._check_idle()
+
+    def _check_idle(self) -> None:
+        time.sleep(IDLE_SETTLE_S)
+        before = self.kernel.cpu_ns()
+        time.sleep(IDLE_WINDOW_S)
+        after = self.kernel.cpu_ns()
+        if before is not None and after is not None and after - before > IDLE_CPU_NS:
+            raise _CaseFailed(
+                "REWARD_HACK",
+                f"the solution kept working after its calls returned ({_us(after - before)} of CPU "
+                f"in {IDLE_WINDOW_S * 1000:.0f} ms between calls)",
+            )
+
+    def _result(
+        self, status: str, reason: str | None, max_abs: float | None = None, max_rel: float | None = None
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = {"uuid": self.case["uuid"], "status": status, "reason": reason}
+        if status == "PASSED":
+            max_abs, max_rel = self.worst
+        result["max_abs_error"], result["max_rel_error"] = max_abs, max_rel
+        return result
+
+
+class _CaseFailed(Exception):  # noqa: N818 (a verdict, not an error)
+    def __init__(self, status: str, reason: str, max_abs: float | None = None, max_rel: float | None = None) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.max_abs = max_abs
+        self.max_rel = max_rel
+
+
+def _blocks(total: int, count: int) -> list[int]:
+    base, extra = divmod(total, count)
+    return [base + (1 if index < extra else 0) for index in range(count)]
 
 
 def _synchronize(device: str) -> None:
@@ -127,5 +472,5 @@ def _synchronize(device: str) -> None:
         torch.cuda.synchronize(device)
 
 
-def _failed(case: Mapping[str, Any], status: str, reason: str) -> dict[str, Any]:
-    return {"uuid": case["uuid"], "status": status, "reason": reason}
+def _us(nanoseconds: float) -> str:
+    return f"{nanoseconds / 1000:.1f} µs"

@@ -1,14 +1,15 @@
-"""Correctness as SOL-ExecBench states it: shape, dtype, no NaN or Inf, every element within atol + rtol·|ref|.
+"""Correctness of a solution's outputs against the reference's, by a protocol's rule.
 
-A case's tolerance decides. Where it gives none, floating-point outputs get
-FlashInfer-Bench's defaults, atol = rtol = 1e-2 (the published workloads
-without a tolerance come from FlashInfer-Bench, which checked them so), and
-integers, booleans and packed 4-bit floats must match exactly.
-`required_match_ratio` lets that share of elements be within tolerance instead
-of all of them; NaN or Inf in a solution's output fails whatever the ratio,
-except -inf where the reference has -inf and the case sets `allow_negative_inf`.
-The relative error reported is |out − ref| / max(|ref|, atol), as SOL-ExecBench
-reports it, so that elements near zero do not dominate it.
+Every rule checks shape and dtype first, then fails a solution whose output
+holds NaN or Inf (except -inf where the reference has -inf and the case sets
+`allow_negative_inf`, in the rules that read the case's tolerance). What
+follows is the protocol's `CorrectnessRule` (harness/protocols.py): the
+tolerance where the case gives none, the element bound ("sum":
+|d| <= atol + rtol·|ref|; "either": |d| <= atol or |d| <= rtol·|ref|), the share
+of elements that must be within it, what a non-finite reference element means,
+the all-zero guard, and whether integers are exact. The relative error reported
+is |out − ref| / max(|ref|, atol), as SOL-ExecBench reports it, so that elements
+near zero do not dominate it.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ from typing import Any
 
 import torch
 
-# (atol, rtol) where the case gives none.
-DEFAULT_FLOAT_TOLERANCE = (1e-2, 1e-2)
-EXACT = (0.0, 0.0)
+from harness.protocols import PROTOCOLS, CorrectnessRule
+from harness.tensors import unpack_float4
+
+KERNELINDEX_RULE = PROTOCOLS["kernelindex"].correctness
+# FlashInfer-Bench's denominator of the relative error (bench/utils.py compute_error_stats).
+_EITHER_EPSILON = 1e-8
 
 
 @dataclass
@@ -30,6 +34,14 @@ class Verdict:
     reason: str | None = None
     max_abs_error: float | None = None
     max_rel_error: float | None = None
+
+
+@dataclass(frozen=True)
+class _Limits:
+    atol: float
+    rtol: float
+    match_ratio: float
+    allow_negative_inf: bool
 
 
 def outputs_as_list(returned: Any, names: Sequence[str]) -> list[Any]:
@@ -41,8 +53,17 @@ def outputs_as_list(returned: Any, names: Sequence[str]) -> list[Any]:
     return [returned]
 
 
-def reference_problem(outputs: Sequence[Any], specs: Mapping[str, Any], allow_negative_inf: bool) -> str | None:
-    """Why the reference's outputs do not fit the definition, or None."""
+def reference_problem(
+    outputs: Sequence[Any],
+    specs: Mapping[str, Any],
+    allow_negative_inf: bool,
+    rule: CorrectnessRule = KERNELINDEX_RULE,
+) -> str | None:
+    """Why the reference's outputs do not fit the definition, or None.
+
+    A non-finite reference value is the reference's problem only where the rule
+    says so; the sources count it against the solution, or not at all (`compare`).
+    """
     if len(outputs) != len(specs):
         return f"the reference returned {len(outputs)} outputs, the definition declares {len(specs)}"
     for value, (name, spec) in zip(outputs, specs.items(), strict=True):
@@ -55,10 +76,10 @@ def reference_problem(outputs: Sequence[Any], specs: Mapping[str, Any], allow_ne
         if list(value.shape) != spec["shape"] or str(value.dtype).removeprefix("torch.") != spec["dtype"]:
             declared = f"{spec['shape']} {spec['dtype']}"
             return f"output {name!r}: the reference returned {list(value.shape)} {value.dtype}, declared {declared}"
-        if value.is_floating_point() and value.dtype.itemsize > 1:
+        if rule.reference_nonfinite == "invalid_reference" and value.is_floating_point() and value.dtype.itemsize > 1:
             widened = value.double() if value.dtype == torch.float64 else value.float()
             bad = ~torch.isfinite(widened)
-            if allow_negative_inf:
+            if allow_negative_inf and rule.use_case_tolerance:
                 bad &= widened != float("-inf")
             if bad.any():
                 return f"output {name!r}: the reference produced NaN or Inf at index {_first(bad)}"
@@ -66,13 +87,19 @@ def reference_problem(outputs: Sequence[Any], specs: Mapping[str, Any], allow_ne
 
 
 def compare(
-    outputs: Sequence[Any], expected: Sequence[Any], specs: Mapping[str, Any], tolerance: Mapping[str, Any]
+    outputs: Sequence[Any],
+    expected: Sequence[Any],
+    specs: Mapping[str, Any],
+    tolerance: Mapping[str, Any],
+    rule: CorrectnessRule = KERNELINDEX_RULE,
+    definition_name: str | None = None,
 ) -> Verdict:
+    """The solution's verdict on one set of inputs; `definition_name` picks a rule's per-definition match ratio."""
     if len(outputs) != len(expected):
         return Verdict("INCORRECT_SHAPE", f"the solution returned {len(outputs)} outputs, expected {len(expected)}")
     worst_abs, worst_rel = 0.0, 0.0
     for value, reference, name in zip(outputs, expected, specs, strict=True):
-        verdict = _compare_one(name, value, reference, tolerance)
+        verdict = _compare_one(name, value, reference, tolerance, rule, definition_name)
         if verdict.status != "PASSED":
             return verdict
         worst_abs = max(worst_abs, verdict.max_abs_error or 0.0)
@@ -80,7 +107,14 @@ def compare(
     return Verdict("PASSED", None, worst_abs, worst_rel)
 
 
-def _compare_one(name: str, value: Any, reference: Any, tolerance: Mapping[str, Any]) -> Verdict:
+def _compare_one(
+    name: str,
+    value: Any,
+    reference: Any,
+    tolerance: Mapping[str, Any],
+    rule: CorrectnessRule,
+    definition_name: str | None,
+) -> Verdict:
     if not isinstance(reference, torch.Tensor):
         reference = torch.tensor(reference)
         if isinstance(value, (int, float, bool)):
@@ -95,50 +129,107 @@ def _compare_one(name: str, value: Any, reference: Any, tolerance: Mapping[str, 
         )
     if value.dtype != reference.dtype:
         return Verdict("INCORRECT_DTYPE", f"output {name!r}: dtype {value.dtype}, expected {reference.dtype}")
-    return _compare_values(name, value.to(reference.device), reference, tolerance)
+    exact = _has_no_rounding(reference.dtype) and rule.integers == "exact"
+    limits = _limits(tolerance, rule, definition_name, exact)
+    got, want = _widened(value.to(reference.device), exact), _widened(reference, exact)
+    return _compare_values(name, got, want, limits, rule)
 
 
-def _compare_values(name: str, value: torch.Tensor, reference: torch.Tensor, tolerance: Mapping[str, Any]) -> Verdict:
-    exact = not reference.is_floating_point() or reference.dtype == torch.float4_e2m1fn_x2
-    default_atol, default_rtol = EXACT if exact else DEFAULT_FLOAT_TOLERANCE
-    atol = tolerance.get("atol")
-    rtol = tolerance.get("rtol")
-    atol = default_atol if atol is None else atol
-    rtol = default_rtol if rtol is None else rtol
-    if reference.dtype == torch.float4_e2m1fn_x2:
-        # Packed pairs of 4-bit floats have no arithmetic: compare their bytes.
-        value, reference = value.view(torch.uint8), reference.view(torch.uint8)
-    wide = torch.float64 if reference.dtype in (torch.float64, torch.int64) else torch.float32
-    got, want = value.to(wide), reference.to(wide)
-    negative_inf = (want == float("-inf")) & (got == float("-inf")) if tolerance.get("allow_negative_inf") else None
-    nonfinite = ~torch.isfinite(got)
-    if negative_inf is not None:
-        nonfinite &= ~negative_inf
-    if nonfinite.any():
-        index = _first(nonfinite)
+def _has_no_rounding(dtype: torch.dtype) -> bool:
+    return not dtype.is_floating_point or dtype == torch.float4_e2m1fn_x2
+
+
+def _limits(tolerance: Mapping[str, Any], rule: CorrectnessRule, definition_name: str | None, exact: bool) -> _Limits:
+    given = tolerance if rule.use_case_tolerance else {}
+    atol, rtol, ratio = given.get("atol"), given.get("rtol"), given.get("match_ratio")
+    return _Limits(
+        # Exact integers take no tolerance, the case's included: a case's tolerance is written for its floats.
+        atol=0.0 if exact else rule.default_atol if atol is None else float(atol),
+        rtol=0.0 if exact else rule.default_rtol if rtol is None else float(rtol),
+        match_ratio=rule.match_ratio_for(definition_name) if ratio is None else float(ratio),
+        allow_negative_inf=bool(given.get("allow_negative_inf")),
+    )
+
+
+def _widened(tensor: torch.Tensor, exact: bool) -> torch.Tensor:
+    """The values compared: float32, as both sources widen; float64 where that loses digits an exact check needs.
+
+    4-bit floats are compared as their bytes when exact, else as the values they decode to.
+    """
+    if tensor.dtype == torch.float4_e2m1fn_x2:
+        return tensor.view(torch.uint8).double() if exact else unpack_float4(tensor)
+    wide = torch.float64 if exact or tensor.dtype in (torch.float64, torch.int64) else torch.float32
+    return tensor.to(wide)
+
+
+def _compare_values(
+    name: str, got: torch.Tensor, want: torch.Tensor, limits: _Limits, rule: CorrectnessRule
+) -> Verdict:
+    both_negative_inf = (want == float("-inf")) & (got == float("-inf"))
+    if not limits.allow_negative_inf:
+        both_negative_inf = torch.zeros_like(both_negative_inf)
+    solution_bad = ~torch.isfinite(got) & ~both_negative_inf
+    if solution_bad.any():
+        index = _first(solution_bad)
         return Verdict("INCORRECT_NUMERICAL", f"output {name!r}: {got[index].item()} at index {index}")
-    finite = torch.isfinite(want)
-    difference = torch.where(finite, (got - want).abs(), torch.zeros_like(got))
-    within = finite & (difference <= atol + rtol * want.abs())
-    if negative_inf is not None:
-        within |= negative_inf
-    max_abs = float(difference.max().item()) if difference.numel() else 0.0
-    relative = difference / want.abs().clamp_min(max(atol, torch.finfo(wide).tiny))
-    max_rel = float(relative.max().item()) if relative.numel() else 0.0
-    matched = float(within.double().mean().item()) if within.numel() else 1.0
-    if matched < tolerance.get("match_ratio", 1.0):
-        outside = ~within
-        index = _first(outside)
-        count = int(outside.sum().item())
+    reference_bad = ~torch.isfinite(want) & ~both_negative_inf
+    if rule.reference_nonfinite == "incorrect" and reference_bad.any():
+        index = _first(reference_bad)
         return Verdict(
             "INCORRECT_NUMERICAL",
-            f"output {name!r}: {count} of {within.numel()} elements outside atol + rtol·|ref| "
-            f"(atol={atol:g}, rtol={rtol:g}); first at index {index}: got {got[index].item():.6g}, "
-            f"expected {want[index].item():.6g}",
-            max_abs,
-            max_rel,
+            f"output {name!r}: the reference has {want[index].item()} at index {index}, "
+            "which this protocol counts against the solution",
         )
+    # Matching -inf is checked above; the share within tolerance is of the other elements.
+    counted = ~both_negative_inf
+    if rule.all_zero_guard and bool((want[counted] != 0).any()) and not bool((got[counted] != 0).any()):
+        return Verdict("INCORRECT_NUMERICAL", f"output {name!r}: all zeros, the reference is not")
+    skipped = reference_bad | both_negative_inf
+    difference = torch.where(skipped, torch.zeros_like(got), (got - want).abs())
+    within = _within(difference, want, limits, rule) & ~reference_bad
+    if rule.reference_nonfinite == "ignore":
+        # FlashInfer-Bench: the error at a NaN or Inf reference is NaN, which exceeds nothing.
+        within |= reference_bad
+    max_abs = float(difference.max().item()) if difference.numel() else 0.0
+    floor = max(limits.atol, torch.finfo(difference.dtype).tiny)
+    relative = difference / want.abs().clamp_min(floor)
+    max_rel = float(relative.max().item()) if relative.numel() else 0.0
+    considered = within[counted]
+    matched = float(considered.double().mean().item()) if considered.numel() else 1.0
+    if matched < limits.match_ratio:
+        return _mismatch(name, got, want, ~within & counted, int(considered.numel()), limits, rule, max_abs, max_rel)
     return Verdict("PASSED", None, max_abs, max_rel)
+
+
+def _within(difference: torch.Tensor, want: torch.Tensor, limits: _Limits, rule: CorrectnessRule) -> torch.Tensor:
+    if rule.element_rule == "either":
+        relative = difference / (want.abs() + _EITHER_EPSILON)
+        return (difference <= limits.atol) | (relative <= limits.rtol)
+    return difference <= limits.atol + limits.rtol * want.abs()
+
+
+def _mismatch(
+    name: str,
+    got: torch.Tensor,
+    want: torch.Tensor,
+    outside: torch.Tensor,
+    considered: int,
+    limits: _Limits,
+    rule: CorrectnessRule,
+    max_abs: float,
+    max_rel: float,
+) -> Verdict:
+    index = _first(outside)
+    bound = "atol + rtol·|ref|" if rule.element_rule == "sum" else "both atol and rtol·|ref|"
+    allowed = "" if limits.match_ratio >= 1 else f", {limits.match_ratio:.4g} of them must be within"
+    return Verdict(
+        "INCORRECT_NUMERICAL",
+        f"output {name!r}: {int(outside.sum().item())} of {considered} elements outside {bound} "
+        f"(atol={limits.atol:g}, rtol={limits.rtol:g}{allowed}); first at index {index}: "
+        f"got {got[index].item():.6g}, expected {want[index].item():.6g}",
+        max_abs,
+        max_rel,
+    )
 
 
 def _first(mask: torch.Tensor) -> tuple[int, ...]:

@@ -67,7 +67,9 @@ def build_job(
         "custom_inputs_entrypoint": inputs.definition.custom_inputs_entrypoint,
         "solution": {
             "dir": "",  # set by the caller: where the sources are, as the child sees them
-            "languages": sorted(spec.language_set),
+            # Each language with what the loader needs of it: built or imported, the packages and device it needs.
+            "languages": spec.language_entries(),
+            "compile_options": spec.compile_options or {},
             "entry_file": entry_file,
             "entry_function": entry_function,
             "dps": spec.destination_passing_style,
@@ -95,6 +97,8 @@ def _case_job(
             "shape": None if spec.shape is None else [dimension_size(axis, axes) for axis in spec.shape],
             "dtype": spec.dtype,
             "value": source.value,
+            # SOL-ExecBench draws some inputs by what their description says (harness/tensors.py NAME_RULES).
+            "description": spec.description,
         }
         if source.type == "safetensors":
             assert source.path is not None
@@ -119,16 +123,24 @@ def _case_job(
     return {
         "uuid": case.uuid,
         "seed": case_seed(definition.name, case.uuid),
+        # A sampling problem's random "probs" is a softmax (harness/tensors.py random_input).
+        "op_type": definition.op_type,
         "axes": axes,
         "inputs": job_inputs,
         "outputs": outputs,
         "tolerance": {
             "atol": tolerance.max_atol,
             "rtol": tolerance.max_rtol,
-            "match_ratio": tolerance.match_ratio,
+            # None where the case gives none: the protocol's default decides (SOL-ExecBench's is 0.99).
+            "match_ratio": _given_match_ratio(tolerance),
             "allow_negative_inf": tolerance.allow_negative_inf,
         },
     }
+
+
+def _given_match_ratio(tolerance: Tolerance) -> float | None:
+    given = (tolerance.required_match_ratio, tolerance.required_matched_ratio)
+    return next((ratio for ratio in given if ratio is not None), None)
 
 
 def _case_axes(definition: Definition, case: Case, path: Path, line: int) -> dict[str, int]:

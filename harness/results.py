@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-# SOL-ExecBench's status names, plus OUT_OF_MEMORY, and NOT_RUN for the cases after one that stopped the run.
+# SOL-ExecBench's status names, plus OUT_OF_MEMORY, NOT_RUN for the cases after one that stopped the run,
+# and HARNESS_ERROR.
 Status = Literal[
     "PASSED",
     "INCORRECT_SHAPE",
@@ -19,6 +20,8 @@ Status = Literal[
     "INVALID_REFERENCE",
     "OUT_OF_MEMORY",
     "NOT_RUN",
+    # The evaluation's own failure, not the kernel's: a rerun that ends so decides nothing.
+    "HARNESS_ERROR",
 ]
 
 

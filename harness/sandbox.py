@@ -1,42 +1,66 @@
-"""Running the child: the bubblewrap command, and the parent's watch over time and memory.
+"""Two sandboxes, the judge's and the kernel's, and the parent's watch over both.
 
-The sandbox (bwrap) gives the child fresh namespaces (no network: only a
-loopback of its own), the system, the Python installation and the harness code
-read-only, the job read-only, and the scratch folder (HOME and TMPDIR) as the
-only writable place; bwrap's minimal /dev keeps a private /dev/shm. The environment is built from nothing:
-PATH, HOME, PYTHONPATH and a few CUDA and thread settings, never the caller's.
-When the harness runs as root, bwrap sets the sandbox up as root and the child
-drops to uid/gid 65534 before reading anything the solution controls.
+Each process runs under bubblewrap: fresh PID, network, IPC and UTS
+namespaces (no network: only a loopback of its own), the system, the Python
+installation and the harness code read-only, its own job folder read-only,
+and a size-limited tmpfs as its only writable place (`--scratch-mb`). The
+environment is built from nothing. When the harness runs as root, bwrap sets
+each sandbox up as root and the process drops to uid/gid 65534 before reading
+anything a solution controls.
 
-Limits are kept by the parent. Wall time: past it, the process group is killed
-(bwrap dies, and with it every process of the sandbox's PID namespace). Memory:
-the resident memory of the whole process tree, read from /proc every tenth of a
-second (RLIMIT_AS would break CUDA, which maps far more than it uses); the
-child also caps its address space on the CPU so that one allocation far past
-the limit fails at once instead of being caught after the fact.
+The two sandboxes share nothing but what the parent hands both: the exchange
+(a sealed memfd) and a pipe each way. The kernel's sandbox holds only the
+solution: not the job, the seeds, the reference, or the result pipe, which
+only the judge holds. Being in separate PID namespaces, neither can signal the
+other.
+
+Limits on the kernel's process tree (harness/README.md lists what each needs):
+- a cgroup (root, or a delegated v2 subtree): memory in every form against
+  `--memory-mb` (resident, shared, tmpfs, memfd), a pids limit, and its exact
+  CPU time, which the judge reads through a descriptor to check its clock;
+- a seccomp filter (harness.seccomp): no memfd, no new namespaces, no mounts,
+  no change of its CPUs, no ptrace;
+- pinned to the CPUs it may use (`OMP_NUM_THREADS` of them, else all);
+- rlimits: file size (the scratch size), and on the CPU an address-space cap
+  so that one allocation far past the limit fails at once;
+- wall time for the whole evaluation (`--timeout`): past it the parent kills
+  both process groups, and bwrap's death ends each sandbox's PID namespace;
+- without a cgroup, the parent's resident-memory watchdog and RLIMIT_NPROC.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import resource
 import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harness import cgroups
+from harness.seccomp import SeccompUnavailableError, kernel_filter
 
 SANDBOX_ROOT = Path("/opt/kernelindex")
 JOB = Path("/job")
 SCRATCH = Path("/scratch")
 UNPRIVILEGED_ID = 65534
 LOG_TAIL_BYTES = 4096
+# Threads and processes of the kernel's sandbox: far more than torch starts, far fewer than the host allows.
+KERNEL_PIDS = 512
+JUDGE_PIDS = 512
+# The judge holds the reference's outputs and a few sets of inputs beside the kernel's limit.
+JUDGE_MEMORY_FACTOR, JUDGE_MEMORY_EXTRA_MB = 2, 2048
+# What the parent reads of the judge's events: lines and bytes in all.
+MAX_EVENT_LINE = 4 * 2**20
+MAX_EVENT_BYTES = 64 * 2**20
 _POLL_SECONDS = 0.05
 _MEMORY_EVERY_SECONDS = 0.1
 _DRAIN_SECONDS = 2.0
@@ -62,6 +86,8 @@ _PASSED_THROUGH = (
     "MKL_NUM_THREADS",
     "MAX_JOBS",
 )
+# The code both sandboxes import, read-only.
+_PACKAGES = ("harness", "records")
 
 
 class SandboxUnavailableError(RuntimeError):
@@ -70,17 +96,26 @@ class SandboxUnavailableError(RuntimeError):
 
 @dataclass
 class Workspace:
-    """The host folders of one evaluation: the job (read-only to the child) and the empty scratch folder."""
+    """The host folders of one evaluation: the judge's job and the kernel's (the solution alone)."""
 
-    job: Path
-    scratch: Path
+    judge: Path
+    kernel: Path
     sandboxed: bool
 
-    def child_job(self) -> Path:
-        return JOB if self.sandboxed else self.job
+    def job_in_sandbox(self, role: str) -> Path:
+        return JOB if self.sandboxed else (self.judge if role == "judge" else self.kernel)
 
-    def child_scratch(self) -> Path:
-        return SCRATCH if self.sandboxed else self.scratch
+    def scratch_in_sandbox(self, role: str) -> Path:
+        return SCRATCH if self.sandboxed else self.judge.parent / f"scratch-{role}"
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout: float
+    memory_mb: int | None
+    scratch_mb: int
+    cpus: list[int]
+    device: str
 
 
 def bwrap_path() -> str:
@@ -94,13 +129,22 @@ def bwrap_path() -> str:
     return found
 
 
-def child_command(workspace: Workspace, device: str, result_fd: int) -> tuple[list[str], dict[str, str]]:
+def allowed_cpus() -> list[int]:
+    """The CPUs both processes are pinned to: as many as OMP_NUM_THREADS says, else all this process may use."""
+    available = sorted(os.sched_getaffinity(0))
+    wanted = os.environ.get("OMP_NUM_THREADS", "")
+    count = int(wanted) if wanted.isdigit() and int(wanted) > 0 else len(available)
+    return available[: min(count, len(available))]
+
+
+def python_executable() -> str:
     python = str(Path(os.path.realpath(sys.prefix)) / "bin" / "python")
-    if not Path(python).exists():
-        python = sys.executable
-    child = [python, "-m", "harness.child", str(workspace.child_job()), str(workspace.child_scratch()), str(result_fd)]
+    return python if Path(python).exists() else sys.executable
+
+
+def environment_for(role: str, workspace: Workspace, python: str) -> dict[str, str]:
+    scratch = workspace.scratch_in_sandbox(role)
     package_root = Path(__file__).resolve().parent.parent
-    scratch = workspace.child_scratch()
     environment = {
         # The venv's tools (ninja for extension builds) and CUDA's (nvcc) come first.
         "PATH": os.pathsep.join([os.path.dirname(python), "/usr/local/cuda/bin", "/usr/local/bin", "/usr/bin", "/bin"]),
@@ -111,22 +155,26 @@ def child_command(workspace: Workspace, device: str, result_fd: int) -> tuple[li
         "PYTHONDONTWRITEBYTECODE": "1",
         "TRITON_CACHE_DIR": str(scratch / ".triton"),
         "TORCH_EXTENSIONS_DIR": str(scratch / "torch_extensions"),
+        # OpenMP's workers sleep as soon as they are idle, so an honest kernel's CPU time ends with its call.
+        "OMP_WAIT_POLICY": "PASSIVE",
     }
     environment.update({name: os.environ[name] for name in _PASSED_THROUGH if name in os.environ})
-    if not workspace.sandboxed:
-        return child, environment
-    return [bwrap_path(), *_bwrap_arguments(workspace, device, python), "--", *child], environment
+    return environment
 
 
-def _bwrap_arguments(workspace: Workspace, device: str, python: str) -> list[str]:
+def bwrap_arguments(role: str, workspace: Workspace, limits: Limits, python: str, seccomp_fd: int | None) -> list[str]:
     if os.geteuid() == 0:
-        # Set up as root without a user namespace, so the child can become a real unprivileged user.
+        # Set up as root without a user namespace, so the process can become a real unprivileged user.
         arguments = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
         arguments += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
-        arguments = ["--unshare-all"]
+        arguments = ["--unshare-all", "--disable-userns"]
     arguments += ["--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev"]
-    # /tmp stays read-only (TMPDIR is the scratch folder): no second writable place.
+    scratch_bytes = str(limits.scratch_mb * 2**20)
+    # The only writable places: a scratch tmpfs and a /dev/shm, each of the scratch size (and, under a cgroup,
+    # charged to the sandbox's memory as well). /tmp stays read-only: TMPDIR is the scratch.
+    arguments += ["--size", scratch_bytes, "--perms", "01777", "--tmpfs", str(SCRATCH)]
+    arguments += ["--size", scratch_bytes, "--perms", "01777", "--tmpfs", "/dev/shm"]
     arguments += ["--perms", "0755", "--dir", "/tmp"]
     for path in _SYSTEM:
         if os.path.islink(path):
@@ -135,26 +183,30 @@ def _bwrap_arguments(workspace: Workspace, device: str, python: str) -> list[str
             arguments += ["--ro-bind", path, path]
     for path in _ETC:
         arguments += ["--ro-bind-try", path, path]
-    # The Python installation and the venv, wherever they are (a venv under /root, a pyenv build), shortest first
-    # so that one inside another is bound once.
+    # The Python installation and the venv, wherever they are, shortest first so that one inside another is bound once.
     bound: list[str] = list(_SYSTEM)
     prefixes = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix), os.path.dirname(python)}
     for prefix in sorted(prefixes, key=len):
         if not any(prefix == done or prefix.startswith(done + "/") for done in bound):
             arguments += _read_only_with_parents(prefix, prefix)
             bound.append(prefix)
-    arguments += _read_only_with_parents(str(Path(__file__).resolve().parent), str(SANDBOX_ROOT / "harness"))
-    arguments += ["--ro-bind", str(workspace.job), str(JOB), "--bind", str(workspace.scratch), str(SCRATCH)]
-    if device.startswith("cuda"):
+    package_root = Path(__file__).resolve().parent.parent
+    for package in _PACKAGES:
+        arguments += _read_only_with_parents(str(package_root / package), str(SANDBOX_ROOT / package))
+    job = workspace.judge if role == "judge" else workspace.kernel
+    arguments += ["--ro-bind", str(job), str(JOB)]
+    if limits.device.startswith("cuda"):
         for node in sorted(Path("/dev").glob("nvidia*")):
             arguments += ["--dev-bind", str(node), str(node)]
         arguments += ["--ro-bind-try", "/sys", "/sys"]
+    if seccomp_fd is not None:
+        arguments += ["--seccomp", str(seccomp_fd)]
     # The sandbox's own root (where bwrap made the mount points) is read-only too.
     return [*arguments, "--remount-ro", "/", "--chdir", str(SCRATCH)]
 
 
 def _read_only_with_parents(source: str, destination: str) -> list[str]:
-    # bwrap makes missing parents of a mount point mode 0700, which the unprivileged child could not traverse.
+    # bwrap makes missing parents of a mount point mode 0700, which the unprivileged process could not traverse.
     parents = [str(parent) for parent in reversed(Path(destination).parents) if str(parent) != "/"]
     arguments = []
     for parent in parents:
@@ -164,137 +216,373 @@ def _read_only_with_parents(source: str, destination: str) -> list[str]:
 
 @dataclass
 class Outcome:
-    """What the parent saw of the child."""
+    """What the parent saw of the evaluation."""
 
     environment: dict[str, Any] = field(default_factory=dict)
     fatal: tuple[str, str] | None = None
     cases: dict[str, dict[str, Any]] = field(default_factory=dict)
     running: str | None = None
     done: bool = False
-    # TIMEOUT or OUT_OF_MEMORY when the parent killed the child, with why.
+    # TIMEOUT or OUT_OF_MEMORY when the parent stopped the evaluation, with why.
     stopped: tuple[str, str] | None = None
-    returncode: int | None = None
+    # A limit the kernel's processes reached (the cgroup's memory or pids), named for the running case.
+    limit_hit: tuple[str, str] | None = None
+    judge_returncode: int | None = None
     log: bytearray = field(default_factory=bytearray)
+    judge_log: bytearray = field(default_factory=bytearray)
+    limits: dict[str, Any] = field(default_factory=dict)
+    known_cases: frozenset[str] = frozenset()
+    max_samples: int = 0
+    event_bytes: int = 0
 
     @property
     def log_tail(self) -> str:
         return bytes(self.log[-LOG_TAIL_BYTES:]).decode("utf-8", errors="replace")
 
+    @property
+    def judge_log_tail(self) -> str:
+        return bytes(self.judge_log[-LOG_TAIL_BYTES:]).decode("utf-8", errors="replace")
 
-def run_child(
-    build_command: Callable[[int], tuple[list[str], dict[str, str]]], cwd: Path, timeout: float, memory_mb: int | None
+
+@dataclass
+class _Process:
+    role: str
+    popen: subprocess.Popen[bytes]
+    group: cgroups.Cgroup | None
+
+
+def run_evaluation(
+    workspace: Workspace,
+    job: dict[str, Any],
+    limits: Limits,
+    exchange_size: int,
+    known_cases: list[str],
+    max_samples: int,
 ) -> Outcome:
-    """Run the child to its end or its limit, collecting its events as they come.
+    """Start the kernel's sandbox and the judge's, watch them to the end or a limit, and clean up."""
+    outcome = Outcome(known_cases=frozenset(known_cases), max_samples=max_samples)
+    python = python_executable()
+    opened: list[int] = []
 
-    `build_command` gets the number of the descriptor the child writes its events to.
-    """
-    results_read, results_write = os.pipe()
-    log_read, log_write = os.pipe()
-    outcome = Outcome()
+    def pipe() -> tuple[int, int]:
+        ends = os.pipe()
+        opened.extend(ends)
+        return ends
+
+    groups: list[cgroups.Cgroup] = []
+    processes: list[_Process] = []
+    kernel_group: cgroups.Cgroup | None = None
     try:
-        command, environment = build_command(results_write)
-        process = subprocess.Popen(
-            command,
-            env=environment,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=log_write,
-            stderr=log_write,
-            pass_fds=(results_write,),
-            start_new_session=True,
+        exchange = _sealed_memfd(exchange_size)
+        opened.append(exchange)
+        calls_read, calls_write = pipe()
+        replies_read, replies_write = pipe()
+        results_read, results_write = pipe()
+        kernel_log_read, kernel_log_write = pipe()
+        judge_log_read, judge_log_write = pipe()
+        kernel_group = cgroups.create(limits.memory_mb, KERNEL_PIDS) if workspace.sandboxed else None
+        judge_memory = limits.memory_mb and limits.memory_mb * JUDGE_MEMORY_FACTOR + JUDGE_MEMORY_EXTRA_MB
+        judge_group = cgroups.create(judge_memory, JUDGE_PIDS) if workspace.sandboxed else None
+        groups += [group for group in (kernel_group, judge_group) if group is not None]
+        meter = kernel_group.cpu_meter() if kernel_group else None
+        if meter is not None:
+            opened.append(meter)
+        seccomp = _seccomp_descriptor(limits) if workspace.sandboxed else None
+        if seccomp is not None:
+            opened.append(seccomp)
+        outcome.limits = _limits_record(limits, kernel_group, seccomp is not None)
+        kernel_config = workspace.job_in_sandbox("kernel") / "config.json"
+        kernel_command = [
+            python,
+            "-m",
+            "harness.kernel",
+            str(kernel_config),
+            str(workspace.scratch_in_sandbox("kernel")),
+            str(calls_read),
+            str(replies_write),
+            str(exchange),
+        ]
+        processes.append(
+            _start(
+                "kernel",
+                kernel_command,
+                workspace,
+                limits,
+                python,
+                kernel_group,
+                log=kernel_log_write,
+                keep=(calls_read, replies_write, exchange),
+                seccomp=seccomp,
+            )
         )
-    except BaseException:
-        os.close(results_read)
-        os.close(log_read)
-        raise
+        descriptors = {"results": results_write, "calls": calls_write, "replies": replies_read, "exchange": exchange}
+        if meter is not None:
+            descriptors["cpu_meter"] = meter
+        job_path = workspace.job_in_sandbox("judge")
+        judge_command = [
+            python,
+            "-m",
+            "harness.judge",
+            str(job_path),
+            str(workspace.scratch_in_sandbox("judge")),
+            json.dumps(descriptors),
+        ]
+        processes.append(
+            _start(
+                "judge",
+                judge_command,
+                workspace,
+                limits,
+                python,
+                judge_group,
+                log=judge_log_write,
+                keep=tuple(descriptors.values()),
+                seccomp=None,
+            )
+        )
+        # Only the children hold the writing ends now: their end, however it comes, ends the pipes.
+        for descriptor in (calls_read, calls_write, replies_read, replies_write, results_write):
+            os.close(descriptor)
+            opened.remove(descriptor)
+        for descriptor in (kernel_log_write, judge_log_write):
+            os.close(descriptor)
+            opened.remove(descriptor)
+        _watch(processes, results_read, kernel_log_read, judge_log_read, outcome, limits, kernel_group)
+        opened.remove(results_read)
+        opened.remove(kernel_log_read)
+        opened.remove(judge_log_read)
     finally:
-        # Only the child holds the writing ends now: its end, however it comes, ends both pipes.
-        os.close(results_write)
-        os.close(log_write)
-    _watch(process, results_read, log_read, outcome, timeout, memory_mb)
+        for process in processes:
+            _kill(process)
+        for descriptor in opened:
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
+        if kernel_group is not None and outcome.limit_hit is None:
+            outcome.limit_hit = _limit_hit(kernel_group)
+        for group in groups:
+            group.remove()
     return outcome
 
 
-def _watch(
-    process: subprocess.Popen[bytes],
-    results: int,
+def _sealed_memfd(size: int) -> int:
+    descriptor = os.memfd_create("kernelindex-exchange", os.MFD_ALLOW_SEALING)
+    os.ftruncate(descriptor, size)
+    # Neither side may shrink it (the other's mapping would fault) or grow it.
+    fcntl.fcntl(descriptor, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+    return descriptor
+
+
+def _seccomp_descriptor(limits: Limits) -> int | None:
+    try:
+        # CUDA's runtime may share memory through memfd; there the cgroup charges it.
+        program = kernel_filter(allow_memfd=limits.device.startswith("cuda"))
+    except SeccompUnavailableError:
+        return None
+    descriptor = os.memfd_create("kernelindex-seccomp")
+    os.write(descriptor, program)
+    os.lseek(descriptor, 0, os.SEEK_SET)
+    return descriptor
+
+
+def _limits_record(limits: Limits, group: cgroups.Cgroup | None, seccomp: bool) -> dict[str, Any]:
+    return {
+        "memory_mb": limits.memory_mb,
+        "memory": "cgroup" if group and limits.memory_mb else "rss watchdog" if limits.memory_mb else "none",
+        "pids": KERNEL_PIDS if group else None,
+        "scratch_mb": limits.scratch_mb,
+        "cpus": len(limits.cpus),
+        "seccomp": seccomp,
+        "clock_check": ("wall clock" if limits.device.startswith("cuda") else "cpu time (cgroup)" if group else "none"),
+    }
+
+
+def _start(
+    role: str,
+    command: list[str],
+    workspace: Workspace,
+    limits: Limits,
+    python: str,
+    group: cgroups.Cgroup | None,
+    *,
     log: int,
+    keep: tuple[int, ...],
+    seccomp: int | None,
+) -> _Process:
+    environment = environment_for(role, workspace, python)
+    if workspace.sandboxed:
+        command = [bwrap_path(), *bwrap_arguments(role, workspace, limits, python, seccomp), "--", *command]
+    else:
+        workspace.scratch_in_sandbox(role).mkdir(exist_ok=True)
+    join = group.join_file_descriptors() if group else []
+    nproc = None if group else _nproc_limit()
+    file_size = limits.scratch_mb * 2**20 if role == "kernel" else None
+
+    def prepare() -> None:
+        # In the new process, before bwrap: into the cgroup, onto its CPUs, under its rlimits.
+        for descriptor in join:
+            os.write(descriptor, b"0")
+        os.sched_setaffinity(0, limits.cpus)
+        if file_size is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
+        if nproc is not None and role == "kernel":
+            resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+
+    try:
+        popen = subprocess.Popen(
+            command,
+            env=environment,
+            cwd=workspace.judge.parent,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            pass_fds=tuple(d for d in (*keep, seccomp) if d is not None),
+            start_new_session=True,
+            preexec_fn=prepare,
+        )
+    finally:
+        for descriptor in join:
+            os.close(descriptor)
+    return _Process(role, popen, group)
+
+
+def _nproc_limit() -> int | None:
+    """Without a cgroup: this user's tasks now plus the sandbox's allowance (RLIMIT_NPROC counts per user)."""
+    if os.geteuid() == 0:
+        return None  # root is not held by RLIMIT_NPROC, and drops to 65534 only inside the sandbox
+    uid = os.geteuid()
+    tasks = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if entry.stat().st_uid == uid:
+                    tasks += len(os.listdir(f"/proc/{entry.name}/task"))
+    return tasks + KERNEL_PIDS
+
+
+def _watch(
+    processes: list[_Process],
+    results: int,
+    kernel_log: int,
+    judge_log: int,
     outcome: Outcome,
-    timeout: float,
-    memory_mb: int | None,
+    limits: Limits,
+    kernel_group: cgroups.Cgroup | None,
 ) -> None:
+    kernel, judge = processes
     selector = selectors.DefaultSelector()
     selector.register(results, selectors.EVENT_READ, "results")
-    selector.register(log, selectors.EVENT_READ, "log")
+    selector.register(kernel_log, selectors.EVENT_READ, "log")
+    selector.register(judge_log, selectors.EVENT_READ, "judge_log")
     pending = bytearray()
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + limits.timeout
     next_memory_check = 0.0
     exited_at: float | None = None
-    while selector.get_map():
-        for key, _ in selector.select(_POLL_SECONDS):
-            chunk = os.read(key.fd, 65536)
-            if not chunk:
-                selector.unregister(key.fd)
-                os.close(key.fd)
-            elif key.data == "results":
-                pending += chunk
-                pending = _handle_lines(pending, outcome)
-            else:
-                outcome.log += chunk
-                del outcome.log[: -64 * LOG_TAIL_BYTES]
-        now = time.monotonic()
-        if process.poll() is not None:
-            # A grandchild left outside the sandbox may hold the pipes open: stop reading after a grace period.
-            exited_at = exited_at or now
-            if now - exited_at > _DRAIN_SECONDS:
-                break
-            continue
-        if now > deadline:
-            _stop(process, outcome, "TIMEOUT", f"the evaluation passed its wall-time limit of {timeout:g} s")
-        elif memory_mb and now >= next_memory_check:
-            next_memory_check = now + _MEMORY_EVERY_SECONDS
-            resident = tree_resident_bytes(process.pid)
-            if resident > memory_mb * 2**20:
+    try:
+        while selector.get_map():
+            for key, _ in selector.select(_POLL_SECONDS):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    os.close(key.fd)
+                elif key.data == "results":
+                    pending = _take_events(pending + chunk, outcome)
+                    if outcome.stopped is not None:
+                        _kill(judge)
+                        _kill(kernel)
+                elif key.data == "log":
+                    outcome.log += chunk
+                    del outcome.log[: -64 * LOG_TAIL_BYTES]
+                else:
+                    outcome.judge_log += chunk
+                    del outcome.judge_log[: -64 * LOG_TAIL_BYTES]
+            now = time.monotonic()
+            if judge.popen.poll() is not None:
+                # A process left outside the sandbox may hold the pipes open: stop reading after a grace period.
+                exited_at = exited_at or now
+                if now - exited_at > _DRAIN_SECONDS:
+                    break
+                continue
+            if now > deadline:
                 _stop(
-                    process,
-                    outcome,
-                    "OUT_OF_MEMORY",
-                    f"the solution's processes reached {resident / 2**20:.0f} MiB resident, "
-                    f"over the limit of {memory_mb} MiB",
+                    processes, outcome, "TIMEOUT", f"the evaluation passed its wall-time limit of {limits.timeout:g} s"
                 )
-    for key in list(selector.get_map().values()):
-        os.close(key.fd)
-    selector.close()
-    outcome.returncode = process.wait()
+            elif limits.memory_mb and kernel_group is None and now >= next_memory_check:
+                next_memory_check = now + _MEMORY_EVERY_SECONDS
+                resident = tree_resident_bytes(kernel.popen.pid)
+                if resident > limits.memory_mb * 2**20:
+                    _stop(
+                        processes,
+                        outcome,
+                        "OUT_OF_MEMORY",
+                        f"the solution's processes reached {resident / 2**20:.0f} MiB resident, "
+                        f"over the limit of {limits.memory_mb} MiB",
+                    )
+    finally:
+        for key in list(selector.get_map().values()):
+            os.close(key.fd)
+        selector.close()
+        _kill(kernel)
+        outcome.judge_returncode = judge.popen.wait()
 
 
-def _handle_lines(pending: bytearray, outcome: Outcome) -> bytearray:
+def _take_events(pending: bytearray, outcome: Outcome) -> bytearray:
+    """Read whole lines of the judge's events, within bounds; what breaks them stops the evaluation."""
+    outcome.event_bytes += len(pending)
     *lines, rest = bytes(pending).split(b"\n")
+    if len(rest) > MAX_EVENT_LINE or outcome.event_bytes > MAX_EVENT_BYTES:
+        outcome.stopped = ("HARNESS_ERROR", "the judge sent more than its result channel allows")
+        return bytearray()
     for line in lines:
         try:
             message = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, UnicodeDecodeError):
             continue
-        event = message.pop("event", None)
-        if event == "environment" and not outcome.environment and not outcome.cases:
-            outcome.environment = message
-        elif event == "start":
-            outcome.running = str(message.get("uuid"))
-        elif event == "case":
-            outcome.cases[str(message.get("uuid"))] = message
-            outcome.running = None
-        elif event == "fatal":
-            outcome.fatal = (str(message.get("status")), str(message.get("reason")))
-        elif event == "done":
-            outcome.done = True
+        if isinstance(message, dict):
+            _take_event(message, outcome)
     return bytearray(rest)
 
 
-def _stop(process: subprocess.Popen[bytes], outcome: Outcome, status: str, reason: str) -> None:
+def _take_event(message: dict[str, Any], outcome: Outcome) -> None:
+    event = message.pop("event", None)
+    uuid = str(message.get("uuid"))
+    if event == "environment" and not outcome.environment and not outcome.cases:
+        outcome.environment = message
+    elif event == "start" and uuid in outcome.known_cases:
+        outcome.running = uuid
+    elif event == "case" and uuid in outcome.known_cases and uuid not in outcome.cases:
+        for key in ("samples", "reference_samples"):
+            samples = message.get(key)
+            if isinstance(samples, list) and len(samples) > outcome.max_samples:
+                message[key] = None
+                message["status"], message["reason"] = "HARNESS_ERROR", f"more {key} than iterations asked for"
+        outcome.cases[uuid] = message
+        outcome.running = None
+    elif event == "fatal" and outcome.fatal is None:
+        outcome.fatal = (str(message.get("status")), str(message.get("reason")))
+    elif event == "done":
+        outcome.done = True
+
+
+def _limit_hit(group: cgroups.Cgroup) -> tuple[str, str] | None:
+    if group.out_of_memory():
+        return ("OUT_OF_MEMORY", f"the solution's processes reached the memory limit of {group.memory_mb} MiB")
+    if group.pids_exhausted():
+        return ("RUNTIME_ERROR", f"the solution reached the limit of {group.pids} processes and threads")
+    return None
+
+
+def _stop(processes: list[_Process], outcome: Outcome, status: str, reason: str) -> None:
     if outcome.stopped is None:
         outcome.stopped = (status, reason)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+    for process in processes:
+        _kill(process)
+
+
+def _kill(process: _Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.popen.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.popen.wait(timeout=5)
 
 
 def tree_resident_bytes(root: int) -> int:

@@ -17,7 +17,9 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from harness.results import Latency
+from harness.results import Latency, Speedup
+
+_EXACT_UP_TO = 200
 
 
 def latency_of(samples_ns: Sequence[float]) -> Latency:
@@ -37,6 +39,10 @@ def latency_of(samples_ns: Sequence[float]) -> Latency:
 def median_interval(ordered: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
     """The widest-needed pair (x_(k), x_(n-k+1)) that covers the median with at least `confidence`."""
     n = len(ordered)
+    if n > _EXACT_UP_TO:
+        # The binomial's normal approximation: exact sums of huge binomials cost about n^3.
+        k = max(int(n / 2 - 1.959964 * math.sqrt(n) / 2), 1)
+        return ordered[k - 1], ordered[n - k]
     tail = (1 - confidence) / 2
     # k: the largest rank with P(Binomial(n, 1/2) < k) <= tail; below 6 samples no pair qualifies.
     cumulative, k = 0.0, 0
@@ -48,6 +54,16 @@ def median_interval(ordered: Sequence[float], confidence: float = 0.95) -> tuple
     if k == 0:
         return ordered[0], ordered[-1]
     return ordered[k - 1], ordered[n - k]
+
+
+def speedup_of(reference: Latency | None, solution: Latency | None) -> Speedup | None:
+    """The reference's median over the solution's, with the interval their intervals allow at the extremes."""
+    if reference is None or solution is None or solution.median_ns <= 0 or min(solution.ci95_ns) <= 0:
+        return None
+    return Speedup(
+        median=reference.median_ns / solution.median_ns,
+        ci95=(reference.ci95_ns[0] / solution.ci95_ns[1], reference.ci95_ns[1] / solution.ci95_ns[0]),
+    )
 
 
 def suite_latency(cases: Sequence[Latency]) -> Latency | None:

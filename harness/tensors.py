@@ -1,14 +1,27 @@
-"""Inputs of one case, built inside the child: random per dtype, scalars, custom, safetensors.
+"""Inputs of one case, built inside the child: random per dtype and name, scalars, custom, safetensors.
 
-Everything random comes from one generator seeded per case, on the CPU, so a
-case's inputs are the same on every host and device and for every solution.
+Everything random comes from one generator seeded per case (or per round, when
+the judge passes a seed), on the CPU, so a case's inputs are the same on every
+host and device and for every solution. The sources seed once and draw on the
+device; the distributions are theirs, the stream of numbers is ours.
+
+How a random input is drawn is the protocol's `input_rule`:
+- "kernelindex": randn floats, integers in [0, 64) (mostly indices and lengths).
+- "flashinfer-bench": its dtype ranges (flashinfer-bench 0.1.2 bench/utils.py, _rand_tensor).
+- "sol-execbench": the same dtype ranges, and before them rules on the input's
+  name that make norm weights ones, biases zeros, weight matrices randn/sqrt(fan_in),
+  RoPE tables cos/sin, masks 0/1 or causal, and so on (SOL-ExecBench
+  src/sol_execbench/core/bench/io.py, _generate_heuristic_tensor): `NAME_RULES`.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import struct
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,29 +70,63 @@ class InputError(Exception):
         self.reason = reason
 
 
-def build_inputs(case: Mapping[str, Any], device: str, custom_entrypoint: Callable[..., Any] | None) -> dict[str, Any]:
-    """The case's inputs by name, in the definition's order, on the device."""
-    generator = torch.Generator().manual_seed(case["seed"])
+def build_inputs(
+    case: Mapping[str, Any],
+    device: str,
+    custom_entrypoint: Callable[..., Any] | None,
+    *,
+    rule: str = "kernelindex",
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """The case's inputs by name, in the definition's order, on the device.
+
+    `rule` is a protocol's input_rule; `seed`, when given, replaces the case's
+    own (the judge draws fresh inputs for each correctness round).
+    """
+    seed = case["seed"] if seed is None else seed
+    generator = torch.Generator().manual_seed(seed)
     values: dict[str, Any] = {}
     for name, spec in case["inputs"].items():
         source = spec["source"]
         if source == "scalar":
             values[name] = spec["value"]
         elif source == "random":
-            values[name] = random_value(spec["shape"], DTYPES[spec["dtype"]], generator)
+            values[name] = random_input(name, spec, generator, rule, case.get("op_type"))
         elif source == "safetensors":
             values[name] = _safetensors_input(name, spec)
     custom = [name for name, spec in case["inputs"].items() if spec["source"] == "custom"]
     if custom:
-        values.update(_custom_inputs(case, custom, values, device, custom_entrypoint))
+        values.update(_custom_inputs(case, seed, custom, values, device, custom_entrypoint))
     ordered = {name: values[name] for name in case["inputs"]}
     return {name: value.to(device) if isinstance(value, torch.Tensor) else value for name, value in ordered.items()}
 
 
+def random_input(
+    name: str, spec: Mapping[str, Any], generator: torch.Generator, rule: str, op_type: str | None = None
+) -> Any:
+    """One random input as the protocol's input rule draws it."""
+    dtype, shape = DTYPES[spec["dtype"]], spec["shape"]
+    if rule == "kernelindex":
+        return random_value(shape, dtype, generator)
+    if shape is None:
+        return _source_random([], dtype, generator, rule).item()
+    value = named_value(name, shape, dtype, spec.get("description"), generator) if rule == "sol-execbench" else None
+    if value is None:
+        value = _source_random(shape, dtype, generator, rule)
+    if op_type == "sampling" and name == "probs":
+        # Both sources: a sampling problem's "probs" is a softmax of what was drawn
+        # (SOL-ExecBench core/bench/io.py gen_inputs; flashinfer-bench 0.1.2 bench/utils.py gen_inputs).
+        value = torch.softmax(value, dim=-1)
+    return value
+
+
 def random_value(shape: list[int] | None, dtype: torch.dtype, generator: torch.Generator) -> Any:
+    """The kernelindex rule: randn floats, small non-negative integers, random bytes."""
     if shape is None:
         scalar = random_value([], dtype, generator)
         return scalar.item()
+    if dtype == torch.float4_e2m1fn_x2:
+        return _random_float4(shape, generator, None)
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, generator=generator).bool()
     if dtype == torch.uint8 or (dtype.itemsize == 1 and not dtype.is_floating_point and dtype != torch.int8):
@@ -87,6 +134,225 @@ def random_value(shape: list[int] | None, dtype: torch.dtype, generator: torch.G
     if not dtype.is_floating_point:
         return torch.randint(0, _RANDOM_INT_HIGH, shape, generator=generator, dtype=dtype)
     return torch.randn(shape, generator=generator, dtype=torch.float32).to(dtype)
+
+
+# Both sources' integer ranges, [low, high): SOL-ExecBench core/bench/io.py and
+# flashinfer-bench 0.1.2 bench/utils.py, _rand_tensor.
+SOURCE_INT_RANGES: dict[torch.dtype, tuple[int, int]] = {
+    torch.int8: (-128, 128),
+    torch.int16: (-1024, 1024),
+    torch.int32: (-1024, 1024),
+    torch.int64: (-1024, 1024),
+}
+# Both sources clamp fp8 draws of randn to this magnitude (same files).
+SOURCE_FP8_CLAMP = 2.0
+
+
+def _source_random(shape: list[int], dtype: torch.dtype, generator: torch.Generator, rule: str) -> torch.Tensor:
+    """A random tensor by dtype alone, as SOL-ExecBench and FlashInfer-Bench draw it."""
+    if dtype in SOURCE_INT_RANGES:
+        low, high = SOURCE_INT_RANGES[dtype]
+        return torch.randint(low, high, shape, generator=generator, dtype=dtype)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=generator).bool()
+    if dtype == torch.uint8:
+        # Neither source draws uint8 (they raise); random bytes keep such a case runnable.
+        return torch.randint(0, 256, shape, generator=generator, dtype=torch.uint8)
+    if dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        return _randn(shape, generator).clamp_(-SOURCE_FP8_CLAMP, SOURCE_FP8_CLAMP).to(dtype)
+    if dtype == torch.float4_e2m1fn_x2:
+        # flashinfer-bench clamps to ±2 and casts, a cast torch does not implement for this dtype;
+        # the clamped values are quantised instead. SOL-ExecBench quantises randn unclamped.
+        return _random_float4(shape, generator, SOURCE_FP8_CLAMP if rule == "flashinfer-bench" else None)
+    # float32, float16, bfloat16 (float64, which neither source draws, likewise).
+    return _randn(shape, generator).to(dtype)
+
+
+def _randn(shape: list[int], generator: torch.Generator) -> torch.Tensor:
+    return torch.randn(shape, generator=generator, dtype=torch.float32)
+
+
+# --- 4-bit floats (e2m1), two to a byte, the first in the low nibble ---------------------------
+
+# The eight magnitudes of e2m1; code 8 + i is -FLOAT4_VALUES[i].
+FLOAT4_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+_FLOAT4_MIDPOINTS = torch.tensor([(a + b) / 2 for a, b in itertools.pairwise(FLOAT4_VALUES)])
+
+
+def _random_float4(shape: list[int], generator: torch.Generator, clamp: float | None) -> torch.Tensor:
+    """randn quantised to e2m1; the declared shape counts bytes, so two values are drawn per element."""
+    values = _randn([*shape[:-1], 2 * shape[-1]] if shape else [2], generator)
+    if clamp is not None:
+        values = values.clamp_(-clamp, clamp)
+    return pack_float4(values).reshape(shape)
+
+
+def pack_float4(values: torch.Tensor) -> torch.Tensor:
+    """Float32 values rounded to the nearest e2m1 value (ties to the even code), packed in pairs.
+
+    SOL-ExecBench (core/bench/io.py, _cast_to_fp4x2) rounds the same way, and so
+    saturates beyond ±6, but packs a tensor of the declared shape into half of
+    it; here two values are drawn per declared element, so the result has the
+    declared shape. A 0-dimensional request gives one byte.
+    """
+    magnitude = values.abs()
+    code = torch.bucketize(magnitude, _FLOAT4_MIDPOINTS, right=False)
+    # On a midpoint, bucketize picks the lower code; round half to even instead.
+    on_midpoint = magnitude == _FLOAT4_MIDPOINTS[code.clamp(max=len(_FLOAT4_MIDPOINTS) - 1)]
+    code = torch.where(on_midpoint & (code % 2 == 1), code + 1, code)
+    code = (code + 8 * (values < 0).long()).to(torch.uint8)
+    packed = code[..., 0::2] | (code[..., 1::2] << 4)
+    return packed.contiguous().view(torch.float4_e2m1fn_x2)
+
+
+def unpack_float4(packed: torch.Tensor) -> torch.Tensor:
+    """The float32 values of a float4_e2m1fn_x2 tensor: the last dimension doubles."""
+    codes = packed.contiguous().view(torch.uint8)
+    pairs = torch.stack([codes & 0xF, codes >> 4], dim=-1).reshape(*codes.shape[:-1], 2 * codes.shape[-1])
+    table = torch.tensor([*FLOAT4_VALUES, *(-v for v in FLOAT4_VALUES)], device=packed.device)
+    return table[pairs.long()]
+
+
+# --- SOL-ExecBench's rules on input names --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NameRule:
+    """Inputs whose name (and shape, and description) match are drawn by `make`, not by dtype alone."""
+
+    what: str
+    matches: Callable[[str, list[int], str], bool]
+    make: Callable[[str, list[int], torch.dtype, torch.Generator], torch.Tensor]
+
+
+def _digitless(name: str) -> str:
+    return name.rstrip("0123456789")
+
+
+def _is_norm_parameter(name: str, suffix: str) -> bool:
+    # "norm_weight", "rms_norm_weight", "input_layernorm_weight", "norm2_weight".
+    return name == f"norm{suffix}" or (name.endswith(suffix) and _digitless(name[: -len(suffix)]).endswith("norm"))
+
+
+_WEIGHT_SUFFIXES = ("_weight", "_weights", "_proj", "_projs", "_proj_weight", "_proj_weights", "_weight_matrix")
+_BINARY_MASK_NAMES = frozenset({"x_mask", "text_mask", "aspect_ratio_mask", "drop_mask", "attention_mask"})
+_BINARY_MASK_WORDS = ("binary", "{0, 1}", "0 or 1", "1.0 for valid", "0.0 for masked")
+_COS_NAMES = frozenset({"cos", "cos_cached", "rope_cos"})
+_SIN_NAMES = frozenset({"sin", "sin_cached", "rope_sin"})
+_POSITIVE_NAMES = frozenset({"rstd", "std", "variance", "var"})
+# (low, high) of a uniform draw, by exact name; A_cumsum is then summed along the last axis.
+_DECAY_RANGES = {"A": (-1.0, -0.001), "A_log": (-5.0, -1.0), "A_cumsum": (-0.1, 0.0), "g": (-5.0, 0.0)}
+_SOFTMAX_NAMES = frozenset({"attn_weights", "attention_weights", "routing_weights"})
+
+
+def _is_causal_mask(name: str, shape: list[int], description: str) -> bool:
+    square = len(shape) >= 2 and shape[-1] == shape[-2]
+    described = "attention mask" in description and "causal" in description
+    return square and (name in ("attention_mask", "causal_mask") or described)
+
+
+def _is_binary_mask(name: str, description: str) -> bool:
+    described = name.endswith("_mask") and any(word in description for word in _BINARY_MASK_WORDS)
+    return name in _BINARY_MASK_NAMES or described
+
+
+def _is_positive(name: str) -> bool:
+    base = _digitless(name)
+    return (
+        name in _POSITIVE_NAMES
+        or name.endswith(("_rstd", "_std", "_variance", "_var"))
+        or base in _POSITIVE_NAMES
+        or base.endswith(("_rstd", "_std", "_var"))
+    )
+
+
+def _is_weight_matrix(name: str, shape: list[int]) -> bool:
+    base = _digitless(name)
+    named = name == "weight" or name.endswith(_WEIGHT_SUFFIXES) or base == "weight" or base.endswith(_WEIGHT_SUFFIXES)
+    return len(shape) >= 2 and named
+
+
+def _causal_mask(shape: list[int], dtype: torch.dtype) -> torch.Tensor:
+    size = shape[-1]
+    above = torch.ones(size, size).triu(diagonal=1).bool()
+    return torch.zeros(shape, dtype=dtype).masked_fill(above, torch.finfo(dtype).min)
+
+
+def _uniform(name: str, shape: list[int], dtype: torch.dtype, generator: torch.Generator) -> torch.Tensor:
+    low, high = _DECAY_RANGES[name]
+    drawn = torch.empty(shape, dtype=dtype).uniform_(low, high, generator=generator)
+    return drawn.cumsum(dim=-1) if name == "A_cumsum" else drawn
+
+
+def _rope(name: str, shape: list[int], dtype: torch.dtype, generator: torch.Generator) -> torch.Tensor:
+    angle = _randn(shape, generator).clamp_(-math.pi, math.pi)
+    return (angle.cos() if name in _COS_NAMES else angle.sin()).to(dtype)
+
+
+# In SOL-ExecBench's order: the first rule that matches draws the input.
+NAME_RULES: tuple[NameRule, ...] = (
+    NameRule(
+        "normalisation weight: ones",
+        lambda name, shape, text: _is_norm_parameter(name, "_weight"),
+        lambda name, shape, dtype, gen: torch.ones(shape, dtype=dtype),
+    ),
+    NameRule(
+        "normalisation bias: zeros",
+        lambda name, shape, text: _is_norm_parameter(name, "_bias"),
+        lambda name, shape, dtype, gen: torch.zeros(shape, dtype=dtype),
+    ),
+    NameRule(
+        "causal attention mask: 0 on and below the diagonal, the dtype's minimum above",
+        lambda name, shape, text: _is_causal_mask(name, shape, text),
+        lambda name, shape, dtype, gen: _causal_mask(shape, dtype),
+    ),
+    NameRule(
+        "binary mask: 0 or 1",
+        lambda name, shape, text: _is_binary_mask(name, text),
+        lambda name, shape, dtype, gen: torch.randint(0, 2, shape, generator=gen).to(dtype),
+    ),
+    NameRule(
+        "RoPE table: cos or sin of randn clamped to ±π",
+        lambda name, shape, text: name in _COS_NAMES | _SIN_NAMES,
+        _rope,
+    ),
+    NameRule(
+        "standard deviation or variance: |randn| + 0.1",
+        lambda name, shape, text: _is_positive(name),
+        lambda name, shape, dtype, gen: _randn(shape, gen).to(dtype).abs() + 0.1,
+    ),
+    NameRule(
+        "state-space decay: uniform and negative",
+        lambda name, shape, text: name in _DECAY_RANGES,
+        _uniform,
+    ),
+    NameRule(
+        "softmax output: softmax of randn along the last axis",
+        lambda name, shape, text: name in _SOFTMAX_NAMES or ("softmax" in text and "output" in text),
+        lambda name, shape, dtype, gen: torch.softmax(_randn(shape, gen), dim=-1).to(dtype),
+    ),
+    NameRule(
+        "weight matrix: randn / sqrt(fan_in), fan_in the last dimension",
+        lambda name, shape, text: _is_weight_matrix(name, shape),
+        lambda name, shape, dtype, gen: _randn(shape, gen).to(dtype) / math.sqrt(shape[-1]),
+    ),
+)
+
+
+def name_rule_for(name: str, shape: list[int], dtype: torch.dtype, description: str | None) -> NameRule | None:
+    """The rule that draws this input under SOL-ExecBench, or None when its dtype alone decides."""
+    # Only float dtypes that torch draws in directly: fp8 and packed fp4 (one byte each) go by dtype.
+    if not dtype.is_floating_point or dtype.itemsize == 1:
+        return None
+    text = (description or "").lower()
+    return next((rule for rule in NAME_RULES if rule.matches(name, shape, text)), None)
+
+
+def named_value(
+    name: str, shape: list[int], dtype: torch.dtype, description: str | None, generator: torch.Generator
+) -> torch.Tensor | None:
+    rule = name_rule_for(name, shape, dtype, description)
+    return None if rule is None else rule.make(name, shape, dtype, generator)
 
 
 def read_safetensors(path: Path, key: str) -> torch.Tensor:
@@ -124,6 +390,7 @@ def _safetensors_input(name: str, spec: Mapping[str, Any]) -> torch.Tensor:
 
 def _custom_inputs(
     case: Mapping[str, Any],
+    seed: int,
     names: list[str],
     values: Mapping[str, Any],
     device: str,
@@ -133,9 +400,9 @@ def _custom_inputs(
         raise InputError("INVALID_REFERENCE", "the case has custom inputs but the reference has no entrypoint")
     scalars = {name: value for name, value in values.items() if not isinstance(value, torch.Tensor)}
     # The entrypoint draws from torch's global generators: seed them per case as well.
-    torch.manual_seed(case["seed"])
+    torch.manual_seed(seed)
     if device.startswith("cuda"):
-        torch.cuda.manual_seed_all(case["seed"])
+        torch.cuda.manual_seed_all(seed)
     produced = entrypoint({**case["axes"], **scalars}, torch.device(device))
     if not isinstance(produced, Mapping):
         raise InputError("INVALID_REFERENCE", f"the custom inputs entrypoint returned {type(produced).__name__}")

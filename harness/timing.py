@@ -1,14 +1,11 @@
-"""Timing one callable: warm-up, then timed iterations, each timed on its own.
+"""The judge's clock for the reference, and the L2 flush both sides use on a GPU.
 
-On a GPU every iteration (warm-up included) starts by writing a buffer twice
-the size of the L2 cache, so no iteration finds its data left in L2 by the one
-before; CUDA events bracket the call alone, and one synchronisation at the end
-collects them. On the CPU, perf_counter_ns brackets each call. The reference
-and the solution go through the same function.
-
-The clocks are taken when this module is imported, before any solution is
-loaded: a solution that replaces them afterwards does not change the timing,
-and `timer_tampering` names what it replaced, which is a REWARD_HACK.
+The reference runs in the judge's process, so its times are the judge's own:
+on the CPU perf_counter_ns around the call; on a GPU a buffer twice the size
+of the L2 cache written first (so no call finds its data left in L2 by the one
+before), CUDA events around the call, and a synchronisation to read them. The
+kernel's process times the solution the same way (harness.kernel), and the
+judge holds those times against what it measures itself (harness.case).
 """
 
 from __future__ import annotations
@@ -19,66 +16,27 @@ from typing import Any
 
 import torch
 
-_PERF_COUNTER_NS = time.perf_counter_ns
-_EVENT_RECORD = torch.cuda.Event.record
-_ELAPSED_TIME = torch.cuda.Event.elapsed_time
-_SYNCHRONIZE = torch.cuda.synchronize
+_flush_buffers: dict[torch.device, torch.Tensor] = {}
 
 
-def timer_tampering() -> str | None:
-    """What the solution replaced of the clocks the harness times with, or None."""
-    replaced = [
-        name
-        for name, current, original in (
-            ("time.perf_counter_ns", time.perf_counter_ns, _PERF_COUNTER_NS),
-            ("torch.cuda.Event.record", torch.cuda.Event.record, _EVENT_RECORD),
-            ("torch.cuda.Event.elapsed_time", torch.cuda.Event.elapsed_time, _ELAPSED_TIME),
-            ("torch.cuda.synchronize", torch.cuda.synchronize, _SYNCHRONIZE),
-        )
-        if current is not original
-    ]
-    return ", ".join(replaced) or None
-
-
-def time_calls(
-    function: Callable[..., Any], arguments: Sequence[Any], device: str, warmup: int, iterations: int
-) -> list[float]:
-    """Nanoseconds per call, one sample per timed iteration."""
-    if device.startswith("cuda"):
-        return _time_cuda(function, arguments, torch.device(device), warmup, iterations)
-    return _time_cpu(function, arguments, warmup, iterations)
-
-
-def _time_cpu(function: Callable[..., Any], arguments: Sequence[Any], warmup: int, iterations: int) -> list[float]:
-    for _ in range(warmup):
+def time_reference(function: Callable[..., Any], arguments: Sequence[Any], device: str) -> float:
+    """Nanoseconds of one call."""
+    if not device.startswith("cuda"):
+        start = time.perf_counter_ns()
         function(*arguments)
-    clock = _PERF_COUNTER_NS
-    samples = []
-    for _ in range(iterations):
-        start = clock()
-        function(*arguments)
-        samples.append(float(clock() - start))
-    return samples
-
-
-def _time_cuda(
-    function: Callable[..., Any], arguments: Sequence[Any], device: torch.device, warmup: int, iterations: int
-) -> list[float]:
-    flush = l2_flush_buffer(device)
-    for _ in range(warmup):
-        flush.zero_()
-        function(*arguments)
-    _SYNCHRONIZE(device)
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]  # type: ignore[no-untyped-call]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]  # type: ignore[no-untyped-call]
-    for start, end in zip(starts, ends, strict=True):
-        flush.zero_()
-        _EVENT_RECORD(start)
-        function(*arguments)
-        _EVENT_RECORD(end)
-    _SYNCHRONIZE(device)
+        return float(time.perf_counter_ns() - start)
+    target = torch.device(device)
+    if target not in _flush_buffers:
+        _flush_buffers[target] = l2_flush_buffer(target)
+    _flush_buffers[target].zero_()
+    begin = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+    end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+    begin.record()  # type: ignore[no-untyped-call]
+    function(*arguments)
+    end.record()  # type: ignore[no-untyped-call]
+    torch.cuda.synchronize(target)
     # elapsed_time is in milliseconds.
-    return [_ELAPSED_TIME(start, end) * 1e6 for start, end in zip(starts, ends, strict=True)]
+    return float(begin.elapsed_time(end)) * 1e6  # type: ignore[no-untyped-call]
 
 
 def l2_flush_buffer(device: torch.device) -> torch.Tensor:

@@ -1,31 +1,33 @@
-"""The evaluation's child process: `python -m harness.child JOB_DIR SCRATCH_DIR RESULT_FD`.
+"""The judge: `python -m harness.judge JOB_DIR SCRATCH DESCRIPTORS`.
 
-It runs inside the sandbox, imports torch, loads the reference and the
-solution, and for each case builds the inputs, runs both, checks and times
-them, and writes one JSON line per event to RESULT_FD as soon as it has it:
-`environment`, then `start` and `case` for each case, or one `fatal` when the
-reference or the solution cannot be loaded, then `done`. Whatever the solution
-does to this process afterwards, lines already written stay with the parent.
-The solution's own stdout goes to stderr, which the parent keeps as the log.
+It runs in a sandbox of its own, apart from the kernel's process, and does
+everything a verdict rests on: it loads the reference, builds every input,
+runs the reference, writes the inputs into the exchange, calls the kernel's
+process, checks what it finds in the exchange, times the reference, holds the
+kernel's reported times against the kernel's CPU time, and sends each case's
+result to the parent on a pipe the kernel's process never holds.
+
+Events to the parent, one JSON line each: `environment`; `start` and `case`
+for each case; one `fatal` when the reference or the solution cannot be
+loaded; then `done`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
-import resource
 import sys
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from harness.exchange import ChannelError, LineChannel
 from harness.failures import failure_text
 
 UNPRIVILEGED_ID = 65534
-# Address space beyond the memory limit for what the runtime maps without using (thread stacks, arenas).
-_ADDRESS_SPACE_SLACK_MB = 2048
 
 
 class Reporter:
@@ -38,9 +40,9 @@ class Reporter:
 
 
 def main(argv: list[str]) -> int:
-    job_dir, scratch, result_fd = Path(argv[0]), Path(argv[1]), int(argv[2])
+    job_dir, scratch, descriptors = Path(argv[0]), Path(argv[1]), json.loads(argv[2])
     job = json.loads((job_dir / "job.json").read_text(encoding="utf-8"))
-    reporter = Reporter(os.fdopen(result_fd, "w", encoding="utf-8"))
+    reporter = Reporter(os.fdopen(descriptors["results"], "w", encoding="utf-8"))
     if job["drop_privileges"]:
         os.setgroups([])
         os.setgid(UNPRIVILEGED_ID)
@@ -48,32 +50,29 @@ def main(argv: list[str]) -> int:
     os.dup2(2, 1)
     os.chdir(scratch)
     try:
-        evaluate(job, job_dir, scratch, reporter)
+        judge(job, job_dir, reporter, descriptors)
     except Exception as error:
-        reporter.send("fatal", status="RUNTIME_ERROR", reason="the harness child failed: " + failure_text(error))
+        reporter.send("fatal", status="HARNESS_ERROR", reason="the judge failed: " + failure_text(error))
         return 1
     reporter.send("done")
     return 0
 
 
-def evaluate(job: Mapping[str, Any], job_dir: Path, scratch: Path, reporter: Reporter) -> None:
-    # torch warns at import when numpy is absent, which the harness does not need: keep the log for the solution.
+def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors: Mapping[str, Any]) -> None:
+    # torch warns at import when numpy is absent, which the harness does not need.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     import torch
 
-    # Before the solution is loaded: the timing module keeps the clocks as they are now.
-    from harness.case import evaluate_case
-    from harness.loading import LoadError, load_reference, load_solution
+    from harness.case import CaseJudge, KernelLink, calibrate
+    from harness.loading import load_reference
 
     device = job["device"]
     if device.startswith("cuda") and not torch.cuda.is_available():
         reporter.send(
-            "fatal", status="RUNTIME_ERROR", reason=f"device {device} asked for, but torch sees no CUDA device"
+            "fatal", status="HARNESS_ERROR", reason=f"device {device} asked for, but torch sees no CUDA device"
         )
         return
     reporter.send("environment", **torch_environment(device))
-    if not device.startswith("cuda") and job.get("memory_mb"):
-        limit_address_space(job["memory_mb"])
     try:
         reference = load_reference(job_dir / job["reference_file"])
         reference_run = reference.run
@@ -81,17 +80,26 @@ def evaluate(job: Mapping[str, Any], job_dir: Path, scratch: Path, reporter: Rep
     except BaseException as error:
         reporter.send("fatal", status="INVALID_REFERENCE", reason="the reference did not load: " + failure_text(error))
         return
+    exchange = mmap.mmap(descriptors["exchange"], 0)
+    channel = LineChannel(descriptors["replies"], descriptors["calls"])
+    kernel = KernelLink(channel, exchange, descriptors.get("cpu_meter"), bool(job["solution"]["dps"]))
     try:
-        solution = load_solution(job, device, scratch / "build")
-    except LoadError as error:
-        reporter.send("fatal", status=error.status, reason=error.reason)
+        # Before the solution is loaded, the harness's own cost per call, which nothing of the solution's inflates.
+        overheads = {case["uuid"]: calibrate(kernel, case) for case in job["cases"]}
+        error = kernel.load()
+    except ChannelError as broken:
+        reporter.send("fatal", status="RUNTIME_ERROR", reason=f"the kernel's process failed to start: {broken}")
         return
-    except BaseException as error:
-        reporter.send("fatal", status="COMPILE_ERROR", reason="the solution did not load: " + failure_text(error))
+    if error is not None:
+        reporter.send("fatal", status=error[0], reason=error[1])
         return
     for case in job["cases"]:
         reporter.send("start", uuid=case["uuid"])
-        reporter.send("case", **evaluate_case(case, job, reference_run, entrypoint, solution))
+        result = CaseJudge(job, case, reference_run, entrypoint, kernel, overheads[case["uuid"]]).run()
+        reporter.send("case", **result)
+        if result.get("stop"):
+            return
+    kernel.exit()
 
 
 def torch_environment(device: str) -> dict[str, Any]:
@@ -124,17 +132,6 @@ def torch_environment(device: str) -> dict[str, Any]:
         environment["device_name"] = "cpu"
         environment["cpu_threads"] = torch.get_num_threads()
     return environment
-
-
-def limit_address_space(memory_mb: int) -> None:
-    """Make an allocation far past the limit fail at once (the parent's watchdog catches gradual growth)."""
-    mapped_kb = 0
-    with open("/proc/self/status", encoding="utf-8") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
-                mapped_kb = int(line.split()[1])
-    limit = mapped_kb * 1024 + (memory_mb + _ADDRESS_SPACE_SLACK_MB) * 2**20
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 if __name__ == "__main__":

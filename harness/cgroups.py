@@ -1,0 +1,160 @@
+"""A control group per sandboxed process tree: memory in every form, processes, and exact CPU time.
+
+The kernel charges a cgroup for everything its processes hold: resident
+memory, shared memory and tmpfs pages, memfd files. So a cgroup's memory limit
+is the one limit a solution cannot step around, its pids limit bounds process
+and thread bombs, and its CPU counter is exact, in nanoseconds, for every
+thread that ever ran in it (exited ones too). That counter is what the judge
+holds a kernel's own timings against.
+
+Both layouts are supported: cgroup v1 (one hierarchy per controller, as on
+this project's hosts) and v2 (one unified hierarchy). Creating groups needs
+root, or a v2 subtree delegated to the worker's user; without either,
+`create` returns None and the harness falls back to its resident-memory
+watchdog, rlimits and a size-limited tmpfs (harness/README.md says what is
+then not enforced).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+PARENT_NAME = "kernelindex-harness"
+_V1_CONTROLLERS = ("memory", "pids", "cpuacct")
+
+
+@dataclass
+class Cgroup:
+    """One group (a folder per v1 controller, or one v2 folder) with its limits set."""
+
+    folders: dict[str, Path]
+    version: int
+    memory_mb: int | None
+    pids: int
+
+    def join_file_descriptors(self) -> list[int]:
+        """Open `cgroup.procs` of each folder; a child writes its pid to them before it execs."""
+        return [os.open(folder / "cgroup.procs", os.O_WRONLY) for folder in dict.fromkeys(self.folders.values())]
+
+    def cpu_meter(self) -> int:
+        """A descriptor the judge reads the group's CPU time from (see `read_cpu_ns`)."""
+        if self.version == 1:
+            return os.open(self.folders["cpuacct"] / "cpuacct.usage", os.O_RDONLY)
+        return os.open(self.folders["cpu"] / "cpu.stat", os.O_RDONLY)
+
+    def out_of_memory(self) -> bool:
+        if self.version == 1:
+            return _counter(self.folders["memory"] / "memory.oom_control", "oom_kill") > 0
+        return _counter(self.folders["memory"] / "memory.events", "oom_kill") > 0
+
+    def pids_exhausted(self) -> bool:
+        return _counter(self.folders["pids"] / "pids.events", "max") > 0
+
+    def remove(self) -> None:
+        """Kill what is left in the group, then remove it."""
+        for folder in dict.fromkeys(self.folders.values()):
+            for _ in range(50):
+                pids = _pids(folder)
+                for pid in pids:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, 9)
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+                    break
+                time.sleep(0.02)
+
+
+def read_cpu_ns(meter: int) -> int:
+    """The group's CPU time so far, in nanoseconds, from a descriptor `cpu_meter` opened."""
+    text = os.pread(meter, 4096, 0).decode("ascii", errors="replace")
+    if text.startswith("usage_usec"):
+        return _value(text, "usage_usec") * 1000
+    return int(text.split()[0])
+
+
+def create(memory_mb: int | None, pids: int) -> Cgroup | None:
+    """A new group with these limits, or None where this process may not make one."""
+    name = "evaluation-" + uuid.uuid4().hex[:12]
+    try:
+        if (CGROUP_ROOT / "cgroup.controllers").exists():
+            return _create_v2(name, memory_mb, pids)
+        return _create_v1(name, memory_mb, pids)
+    except OSError:
+        return None
+
+
+def _create_v1(name: str, memory_mb: int | None, pids: int) -> Cgroup | None:
+    if not all((CGROUP_ROOT / controller / "cgroup.procs").exists() for controller in _V1_CONTROLLERS):
+        return None
+    folders = {}
+    for controller in _V1_CONTROLLERS:
+        folder = CGROUP_ROOT / controller / PARENT_NAME / name
+        folder.mkdir(parents=True)
+        folders[controller] = folder
+    group = Cgroup(folders=folders, version=1, memory_mb=memory_mb, pids=pids)
+    try:
+        if memory_mb:
+            limit = str(memory_mb * 2**20)
+            (folders["memory"] / "memory.limit_in_bytes").write_text(limit)
+            swap = folders["memory"] / "memory.memsw.limit_in_bytes"
+            if swap.exists():
+                # Memory and swap together: no escape into swap.
+                swap.write_text(limit)
+        (folders["pids"] / "pids.max").write_text(str(pids))
+    except OSError:
+        group.remove()
+        raise
+    return group
+
+
+def _create_v2(name: str, memory_mb: int | None, pids: int) -> Cgroup | None:
+    parent = CGROUP_ROOT / PARENT_NAME
+    if not parent.exists():
+        parent.mkdir()
+    # Controllers must be enabled on each level above the group.
+    for level in (CGROUP_ROOT, parent):
+        enabled = (level / "cgroup.subtree_control").read_text().split()
+        wanted = [f"+{c}" for c in ("memory", "pids", "cpu") if c not in enabled]
+        if wanted:
+            (level / "cgroup.subtree_control").write_text(" ".join(wanted))
+    folder = parent / name
+    folder.mkdir()
+    group = Cgroup(folders={"memory": folder, "pids": folder, "cpu": folder}, version=2, memory_mb=memory_mb, pids=pids)
+    try:
+        if memory_mb:
+            (folder / "memory.max").write_text(str(memory_mb * 2**20))
+            with contextlib.suppress(FileNotFoundError):
+                (folder / "memory.swap.max").write_text("0")
+        (folder / "pids.max").write_text(str(pids))
+    except OSError:
+        group.remove()
+        raise
+    return group
+
+
+def _pids(folder: Path) -> list[int]:
+    try:
+        return [int(line) for line in (folder / "cgroup.procs").read_text().split()]
+    except OSError:
+        return []
+
+
+def _counter(path: Path, key: str) -> int:
+    try:
+        return _value(path.read_text(), key)
+    except OSError:
+        return 0
+
+
+def _value(text: str, key: str) -> int:
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            return int(value)
+    return 0

@@ -1,0 +1,202 @@
+"""The kernel's process: `python -m harness.kernel CONFIG SCRATCH CALLS_FD REPLIES_FD EXCHANGE_FD`.
+
+It runs in a sandbox of its own and knows nothing of the evaluation but the
+solution: no seeds, no reference, no tolerance, no channel to the parent. It
+answers the judge's calls one at a time: take the inputs from the exchange,
+call the solution (or, to calibrate, an empty function) with its own clock
+around the call, leave the outputs in the exchange, and reply with the time.
+
+Nothing here is trusted. A solution can patch this module, the clock, or
+write replies itself; the judge checks the outputs it finds in the exchange
+and holds the reported times against the CPU time it measures from outside.
+The checks below (a tensor subclass, a replaced clock) only name the cheat
+sooner.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import resource
+import sys
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.exchange import DTYPE_BYTES, ChannelError, LineChannel
+from harness.failures import failure_status, failure_text
+
+UNPRIVILEGED_ID = 65534
+# Address space beyond the memory limit for what the runtime maps without using (thread stacks, arenas).
+_ADDRESS_SPACE_SLACK_MB = 2048
+
+
+def main(argv: list[str]) -> int:
+    config = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    scratch, calls_fd, replies_fd, exchange_fd = Path(argv[1]), int(argv[2]), int(argv[3]), int(argv[4])
+    if config["drop_privileges"]:
+        os.setgroups([])
+        os.setgid(UNPRIVILEGED_ID)
+        os.setuid(UNPRIVILEGED_ID)
+    os.dup2(2, 1)
+    os.chdir(scratch)
+    channel = LineChannel(calls_fd, replies_fd)
+    exchange = mmap.mmap(exchange_fd, 0)
+    try:
+        serve(config, scratch, channel, exchange)
+    except ChannelError:
+        return 1
+    return 0
+
+
+def serve(config: Mapping[str, Any], scratch: Path, channel: LineChannel, exchange: mmap.mmap) -> None:
+    # torch warns at import when numpy is absent, which the harness does not need: keep the log for the solution.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    import torch
+
+    device = config["device"]
+    if not device.startswith("cuda") and config.get("memory_mb"):
+        limit_address_space(config["memory_mb"])
+    caller = Caller(torch, device, exchange, bool(config["dps"]))
+    solution: Callable[..., Any] | None = None
+    while True:
+        request = channel.receive()
+        operation = request.get("op")
+        if operation == "exit":
+            return
+        if operation == "load":
+            solution, error = _load(config, device, scratch)
+            channel.send({"seq": request.get("seq"), "error": error})
+        elif operation == "call":
+            function = caller.empty if request.get("empty") or solution is None else solution
+            channel.send({"seq": request.get("seq"), **caller.call(function, request)})
+
+
+def _load(config: Mapping[str, Any], device: str, scratch: Path) -> tuple[Callable[..., Any] | None, Any]:
+    from harness.loading import LoadError, load_solution
+
+    try:
+        return load_solution({"solution": config}, device, scratch / "build"), None
+    except LoadError as error:
+        return None, [error.status, error.reason]
+    except BaseException as error:
+        return None, ["COMPILE_ERROR", "the solution did not load: " + failure_text(error)]
+
+
+class Caller:
+    """One call at a time: views of the exchange in, the solution timed, the outputs back into the exchange."""
+
+    def __init__(self, torch: Any, device: str, exchange: mmap.mmap, dps: bool) -> None:
+        self.torch = torch
+        self.device = device
+        self.exchange = exchange
+        self.dps = dps
+        self.cuda = device.startswith("cuda")
+        self.clock = time.perf_counter_ns
+        self.flush = None
+        # The previous call's device tensors stay alive until this call has its own, so addresses change.
+        self.previous: list[Any] = []
+        if self.cuda:
+            from harness.timing import l2_flush_buffer
+
+            self.flush = l2_flush_buffer(torch.device(device))
+
+    def empty(self, *arguments: Any) -> Any:
+        """Calibration: everything a call costs the harness, without a solution."""
+        if self.dps:
+            return None
+        return [self.torch.empty(p.shape, dtype=p.dtype, device=p.device) for p in self._declared]
+
+    def call(self, function: Callable[..., Any], request: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            arguments = [self._argument(item) for item in request["args"]]
+            outputs = [self._view(*placement[:3]) for placement in request["outs"]]
+        except (KeyError, TypeError, ValueError) as error:
+            return {"error": ["RUNTIME_ERROR", f"the call could not be set up: {error}"]}
+        device_outputs = [o.to(self.device) for o in outputs] if self.cuda else outputs
+        self._declared = device_outputs
+        call_arguments = [*arguments, *device_outputs] if self.dps else arguments
+        try:
+            returned, elapsed = self._timed(function, call_arguments)
+        except Exception as error:
+            return {"error": [failure_status(error), failure_text(error)]}
+        if self.clock is not time.perf_counter_ns:
+            return {"error": ["REWARD_HACK", "the solution replaced the clock (time.perf_counter_ns)"]}
+        self.previous = [*arguments, *device_outputs]
+        if self.dps:
+            if self.cuda:
+                for host, device_tensor in zip(outputs, device_outputs, strict=True):
+                    host.copy_(device_tensor)
+            return {"ns": elapsed}
+        return self._returned(returned, request["outs"], elapsed)
+
+    def _timed(self, function: Callable[..., Any], arguments: Sequence[Any]) -> tuple[Any, float]:
+        torch = self.torch
+        if not self.cuda:
+            start = self.clock()
+            returned = function(*arguments)
+            return returned, float(self.clock() - start)
+        assert self.flush is not None
+        self.flush.zero_()
+        begin = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        begin.record()
+        returned = function(*arguments)
+        end.record()
+        torch.cuda.synchronize(self.device)
+        # elapsed_time is in milliseconds.
+        return returned, float(begin.elapsed_time(end) * 1e6)
+
+    def _returned(self, returned: Any, placements: Sequence[Any], elapsed: float) -> dict[str, Any]:
+        from harness.checking import outputs_as_list
+
+        values = outputs_as_list(returned, [str(index) for index in range(len(placements))])
+        described = []
+        for value, placement in zip(values, placements, strict=False):
+            if not isinstance(value, self.torch.Tensor):
+                described.append({"kind": type(value).__name__})
+                continue
+            if type(value) is not self.torch.Tensor:
+                # A subclass can answer comparisons as it likes; whatever its name, it is not a plain tensor.
+                return {"error": ["REWARD_HACK", f"the solution returned a {type(value).__qualname__}, not a tensor"]}
+            dtype = str(value.dtype).removeprefix("torch.")
+            described.append({"shape": list(value.shape), "dtype": dtype})
+            if value.nbytes <= placement[3] and dtype in DTYPE_BYTES:
+                target = self._view(placement[0], list(value.shape), dtype)
+                target.copy_(value.detach().reshape(target.shape))
+        return {"ns": elapsed, "returned": described, "count": len(values)}
+
+    def _argument(self, item: Mapping[str, Any]) -> Any:
+        if "value" in item:
+            return item["value"]
+        view = self._view(item["offset"], item["shape"], item["dtype"])
+        return view.to(self.device) if self.cuda else view
+
+    def _view(self, offset: int, shape: list[int], dtype: str) -> Any:
+        torch = self.torch
+        torch_dtype = getattr(torch, dtype)
+        count = 1
+        for size in shape:
+            count *= size
+        if count == 0:
+            return torch.empty(shape, dtype=torch_dtype)
+        flat = torch.frombuffer(self.exchange, dtype=torch_dtype, count=count, offset=offset)
+        return flat.view(shape)
+
+
+def limit_address_space(memory_mb: int) -> None:
+    """Make an allocation far past the limit fail at once (the cgroup or the watchdog catches gradual growth)."""
+    mapped_kb = 0
+    with open("/proc/self/status", encoding="utf-8") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                mapped_kb = int(line.split()[1])
+    limit = mapped_kb * 1024 + (memory_mb + _ADDRESS_SPACE_SLACK_MB) * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
