@@ -1,10 +1,14 @@
-"""GPU names as sources spell them, mapped to one product name and architecture."""
+"""Hardware: GPU names as sources spell them, and the registry of hardware classes (HARDWARE_CLASSES).
+
+Pure Python, imported by the web app, the Celery workers and the harness alike.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 # Short names used by leaderboard APIs ("B200") -> the product name the driver reports.
 PRODUCT_NAMES = {
@@ -21,27 +25,90 @@ PRODUCT_NAMES = {
     "MI300X": "AMD Instinct MI300X",
 }
 
-# Product-name fragments -> compute capability, most specific first.
-ARCHITECTURES = (
-    ("GB200", "sm_100"),
-    ("B200", "sm_100"),
-    ("B300", "sm_103"),
-    ("GH200", "sm_90"),
-    ("H100", "sm_90"),
-    ("H200", "sm_90"),
-    ("H800", "sm_90"),
-    ("H20", "sm_90"),
-    ("L40", "sm_89"),
-    ("L4", "sm_89"),
-    ("RTX 4090", "sm_89"),
-    ("A100", "sm_80"),
-    ("A800", "sm_80"),
-    ("A10", "sm_86"),
-    ("RTX 3090", "sm_86"),
-    ("T4", "sm_75"),
-    ("V100", "sm_70"),
-    ("MI300X", "gfx942"),
+
+@dataclass(frozen=True)
+class HardwareClass:
+    """A class of machine: what a rerun queue serves, and what evidence is decided per.
+
+    An H100 SXM and an H100 PCIe are one class, as the sources that publish them
+    treat them. Every layer that names a class (the rerun request, the queue a
+    worker consumes, the page that says whether a worker is live) reads it here.
+    """
+
+    name: str
+    vendor: str
+    # What the harness runs the kernel on: "cpu", or "cuda" (PyTorch's name for NVIDIA and ROCm GPUs alike).
+    device: Literal["cpu", "cuda"]
+    # Product-name fragments the class matches ("H100" matches "NVIDIA H100 80GB HBM3").
+    products: tuple[str, ...]
+    architecture: str | None = None
+
+    @property
+    def queue(self) -> str:
+        """The Celery queue whose workers run this class's reruns."""
+        return queue_of(self.name)
+
+
+QUEUE_PREFIX = "reruns."
+CPU_CLASS = "cpu"
+
+
+def _gpu(vendor: str, fragment: str, architecture: str) -> HardwareClass:
+    return HardwareClass(f"{vendor}-{fragment.lower().replace(' ', '')}", vendor, "cuda", (fragment,), architecture)
+
+
+# Most specific first: a product is in the first class one of whose fragments it contains ("GB200" before "B200").
+HARDWARE_CLASSES = (
+    HardwareClass(CPU_CLASS, "any", "cpu", ("CPU",)),
+    _gpu("nvidia", "GB200", "sm_100"),
+    _gpu("nvidia", "B200", "sm_100"),
+    _gpu("nvidia", "B300", "sm_103"),
+    _gpu("nvidia", "GH200", "sm_90"),
+    _gpu("nvidia", "H100", "sm_90"),
+    _gpu("nvidia", "H200", "sm_90"),
+    _gpu("nvidia", "H800", "sm_90"),
+    _gpu("nvidia", "H20", "sm_90"),
+    _gpu("nvidia", "L40", "sm_89"),
+    _gpu("nvidia", "L4", "sm_89"),
+    _gpu("nvidia", "RTX 4090", "sm_89"),
+    _gpu("nvidia", "A100", "sm_80"),
+    _gpu("nvidia", "A800", "sm_80"),
+    _gpu("nvidia", "A10", "sm_86"),
+    _gpu("nvidia", "RTX 3090", "sm_86"),
+    _gpu("nvidia", "T4", "sm_75"),
+    _gpu("nvidia", "V100", "sm_70"),
+    _gpu("amd", "MI300X", "gfx942"),
 )
+CLASSES = {hardware.name: hardware for hardware in HARDWARE_CLASSES}
+
+
+def queue_of(name: str) -> str:
+    """The rerun queue of a class name (a class no longer registered keeps the queue it was sent to)."""
+    return f"{QUEUE_PREFIX}{name}"
+
+
+class UnknownHardwareClassError(ValueError):
+    """A class name no registry entry has; the message lists the classes there are."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"{name!r} is not a hardware class; the classes are {', '.join(CLASSES)}")
+        self.name = name
+
+
+def hardware_class_named(name: str) -> HardwareClass:
+    """The registered class of that name, or UnknownHardwareClassError naming every class."""
+    hardware = CLASSES.get(name.strip().lower())
+    if hardware is None:
+        raise UnknownHardwareClassError(name)
+    return hardware
+
+
+def _matching_class(product: str) -> HardwareClass | None:
+    upper = product.upper()
+    for hardware in HARDWARE_CLASSES:
+        if hardware.device != "cpu" and any(fragment in upper for fragment in hardware.products):
+            return hardware
+    return None
 
 
 def product_name(gpu: str) -> str:
@@ -49,11 +116,8 @@ def product_name(gpu: str) -> str:
 
 
 def architecture_of(product: str) -> str | None:
-    upper = product.upper()
-    for fragment, architecture in ARCHITECTURES:
-        if fragment in upper:
-            return architecture
-    return None
+    hardware = _matching_class(product)
+    return hardware.architecture if hardware else None
 
 
 def vendor_of(product: str) -> str:
@@ -74,21 +138,18 @@ def hardware_spec(product: str) -> dict[str, Any]:
     return spec
 
 
-CPU_CLASS = "cpu"
-
-
 def hardware_class_of(product: str) -> str:
-    """The class of machine a rerun queue serves: 'nvidia-h100' for every H100 variant, 'cpu' for processors.
+    """The class name of a product: 'nvidia-h100' for every H100 variant, 'cpu' for processors.
 
-    Reruns are routed, and evidence is decided, per class: an H100 SXM and an
-    H100 PCIe are one class, as the sources that publish them treat them.
+    A product no class matches gets a name made from it, so that its runs still
+    group by machine; no worker serves such a name until the registry has it.
     """
     upper = product.strip().upper()
-    if not upper or upper == "CPU":
+    if not upper or upper == CPU_CLASS.upper():
         return CPU_CLASS
-    for fragment, _ in ARCHITECTURES:
-        if fragment in upper:
-            return f"{vendor_of(product)}-{fragment.lower().replace(' ', '')}"
+    hardware = _matching_class(product)
+    if hardware is not None:
+        return hardware.name
     return re.sub(r"[^a-z0-9]+", "-", product.lower()).strip("-")
 
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from records.sources.hardware import hardware_class, hardware_class_of
+from records.sources.hardware import (
+    CLASSES,
+    HARDWARE_CLASSES,
+    UnknownHardwareClassError,
+    hardware_class,
+    hardware_class_named,
+    hardware_class_of,
+)
 
 
 @pytest.mark.parametrize(
@@ -30,3 +37,26 @@ def test_products_map_to_one_class_per_model(product: str, expected: str) -> Non
 def test_an_explicit_class_wins_over_the_product() -> None:
     assert hardware_class({"vendor": "intel", "product": "Intel(R) Xeon(R) Platinum 8480C", "class": "cpu"}) == "cpu"
     assert hardware_class({"vendor": "nvidia", "product": "NVIDIA H100 80GB HBM3"}) == "nvidia-h100"
+
+
+def test_the_registry_names_each_class_once_with_its_queue_and_device() -> None:
+    assert len(CLASSES) == len(HARDWARE_CLASSES)
+    assert hardware_class_named("cpu").device == "cpu"
+    h100 = hardware_class_named("nvidia-h100")
+    assert (h100.vendor, h100.device, h100.queue, h100.architecture) == (
+        "nvidia",
+        "cuda",
+        "reruns.nvidia-h100",
+        "sm_90",
+    )
+    # Every product a class matches is classed as that class.
+    for hardware in HARDWARE_CLASSES:
+        for product in hardware.products:
+            assert hardware_class_of(product) == hardware.name
+
+
+def test_an_unknown_class_is_refused_with_the_list_of_classes() -> None:
+    with pytest.raises(UnknownHardwareClassError) as refused:
+        hardware_class_named("nvidia-h1OO")
+    assert "'nvidia-h1OO' is not a hardware class" in str(refused.value)
+    assert "cpu, nvidia-gb200, nvidia-b200" in str(refused.value)
