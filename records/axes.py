@@ -1,4 +1,8 @@
-"""Axis values of one case: constants, the case's variables, and expressions over both."""
+"""Axis values of one case: constants, the case's variables, and expressions over both.
+
+The operators are SOL-ExecBench's (src/sol_execbench/core/data/shapes.py): + - * / // % ** and
+parentheses, where `/` must divide exactly, since an axis is a whole number.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ _BINARY: dict[type[ast.operator], Callable[[int, int], int]] = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
+_OPERATORS = (*_BINARY, ast.Div)
 
 
 class AxisExpressionError(ValueError):
@@ -27,7 +32,7 @@ def expression_names(expression: str) -> set[str]:
 
 
 def evaluate_expression(expression: str, values: Mapping[str, int]) -> int:
-    """The integer value of e.g. `hidden_size // num_heads`; only + - * // % ** and parentheses are allowed."""
+    """The integer value of e.g. `hidden_size // num_heads`; only + - * / // % ** and parentheses are allowed."""
     return _evaluate(_parse(expression).body, values)
 
 
@@ -58,7 +63,7 @@ def _parse(expression: str) -> ast.Expression:
         raise AxisExpressionError(f"not an expression: {expression!r} ({error.msg})") from None
     for node in ast.walk(tree):
         allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Name, ast.Constant, ast.Load, ast.USub, ast.UAdd)
-        if not isinstance(node, allowed) and type(node) not in _BINARY:
+        if not isinstance(node, allowed) and type(node) not in _OPERATORS:
             raise AxisExpressionError(f"{expression!r}: only integer arithmetic on axis names is allowed")
         if isinstance(node, ast.Constant) and (not isinstance(node.value, int) or isinstance(node.value, bool)):
             raise AxisExpressionError(f"{expression!r}: constants must be integers")
@@ -75,7 +80,11 @@ def _evaluate(node: ast.expr, values: Mapping[str, int]) -> int:
         return -operand if isinstance(node.op, ast.USub) else operand
     if isinstance(node, ast.BinOp):
         left, right = _evaluate(node.left, values), _evaluate(node.right, values)
+        if isinstance(node.op, ast.Div) and right and left % right:
+            raise AxisExpressionError(f"{left} / {right} is not a whole number")
         try:
+            if isinstance(node.op, ast.Div):
+                return left // right
             return _BINARY[type(node.op)](left, right)
         except ZeroDivisionError:
             raise AxisExpressionError("division by zero") from None

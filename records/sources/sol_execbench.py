@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from records.errors import RecordError
+from records.formats import check_cases, check_definition
 from records.identity import definition_title
 from records.manifest import Sealed, assemble
 from records.schema import NonNegative, make_document, slugify_name
@@ -276,13 +277,17 @@ class ProblemAdapter:
                 f"{definition.name!r} differs from metadata.json's {metadata.name!r}",
             )
         read = list(_read_cases(path / "workload.jsonl", progress))
-        cases = [case for _, case in read]
-        # With its reference (inline or in reference.py), a problem can be rerun: store it as the harness reads it.
+        cases = [case for _, _, case in read]
+        # With its reference (inline or in reference.py), a problem can be rerun: store it as the harness reads
+        # it, once the model the harness reads it with (records/formats.py) accepts the definition and each case.
         reference = artifacts.read_reference(path, document)
         workload_digest = ""
         if reference is not None:
             runnable = {**document, "reference": reference}
-            workload = artifacts.runnable_workload(SOURCE, metadata.name, runnable, [raw for raw, _ in read], path)
+            checked = check_definition(runnable, path / "definition.json")
+            check_cases([(line, raw) for line, raw, _ in read], checked, path / "workload.jsonl")
+            raws = [raw for _, raw, _ in read]
+            workload = artifacts.runnable_workload(SOURCE, metadata.name, runnable, raws, path)
             workload_digest = workload.digest
             yield DocumentItem(None, workload)
         yield DefinitionItem(
@@ -302,13 +307,13 @@ class ProblemAdapter:
         )
 
 
-def _read_cases(path: Path, progress: Progress) -> Iterator[tuple[dict[str, Any], CaseItem]]:
-    """Each case as written, and as the index keeps it."""
+def _read_cases(path: Path, progress: Progress) -> Iterator[tuple[int, dict[str, Any], CaseItem]]:
+    """Each case with its line, as written, and as the index keeps it."""
     if not path.is_file():
         return
     for index, (line, value) in enumerate(iter_json_lines(path, progress)):
         workload = validate_record(ProblemWorkload, value, path, line)
-        yield value, CaseItem(index, workload.uuid, workload.axes, workload.inputs, workload.tolerance)
+        yield line, value, CaseItem(index, workload.uuid, workload.axes, workload.inputs, workload.tolerance)
 
 
 def _references(path: Path, metadata: ProblemMetadata, case_count: int) -> list[ReferenceItem]:

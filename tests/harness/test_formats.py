@@ -229,12 +229,12 @@ def test_every_published_sample_problem_reads_into_concrete_shapes() -> None:
     [
         (
             '{"uuid": "a", "axes": {}}',
-            "workload.jsonl, line 1, field axes.n: the case gives no value for this var axis",
+            "workload.jsonl, line 1, field axes.n: missing: every var axis needs a value",
         ),
         ("{not json", "workload.jsonl, line 1: not JSON: Expecting property name enclosed in double quotes"),
         (
             '{"uuid": "a", "axes": {"n": 1}, "inputs": {"x": {"type": "scalar"}}}',
-            "workload.jsonl, line 1, field inputs.x: Value error, a scalar input needs a value",
+            "workload.jsonl, line 1, field inputs.x: Value error, a scalar input needs a numeric value",
         ),
     ],
 )
