@@ -87,7 +87,7 @@ def test_a_bad_field_is_refused_naming_file_and_field(add_problem: Problem, tmp_
     )
 
     assert completed.returncode == 2
-    assert completed.stderr == f"harness: error: {solution}, field spec.entry_point: expected 'file::function'\n"
+    assert completed.stderr.startswith(f"harness: error: {solution}, field spec.entry_point: String should match")
 
 
 def test_a_solution_for_another_definition_is_refused(add_problem: Problem, tmp_path: Path) -> None:
