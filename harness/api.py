@@ -241,10 +241,14 @@ def _case_results(inputs: Inputs, outcome: Outcome) -> list[CaseResult]:
 
 
 def _with_limit(reported: dict[str, Any], outcome: Outcome) -> dict[str, Any]:
-    """A case whose kernel process died at a limit of its cgroup is that limit's failure, named."""
-    if reported.get("stop") and reported.get("status") == "RUNTIME_ERROR" and outcome.limit_hit:
+    """A case during which the kernel's process died: at a limit of its cgroup, that limit's failure; else how."""
+    if not reported.get("kernel_ended"):
+        return reported
+    if outcome.limit_hit:
         return {**reported, "status": outcome.limit_hit[0], "reason": outcome.limit_hit[1]}
-    return reported
+    if outcome.stopped:
+        return {**reported, "status": outcome.stopped[0], "reason": outcome.stopped[1]}
+    return {**reported, "reason": _ending("the kernel's process", outcome.kernel_returncode, outcome.log_tail)}
 
 
 def _stop(outcome: Outcome) -> tuple[str, str]:
@@ -253,12 +257,16 @@ def _stop(outcome: Outcome) -> tuple[str, str]:
         return outcome.stopped
     if outcome.limit_hit:
         return outcome.limit_hit
-    code = outcome.judge_returncode or 0
+    return "HARNESS_ERROR", _ending("the judge", outcome.judge_returncode, outcome.judge_log_tail)
+
+
+def _ending(who: str, code: int | None, log_tail: str) -> str:
+    code = code or 0
     # bwrap reports a process's death by signal N as the exit status 128 + N.
     signal_number = -code if code < 0 else code - 128 if code > 128 else 0
     how = f"was killed by signal {signal_number}" if signal_number else f"exited with status {code}"
-    last = outcome.judge_log_tail.strip().splitlines()[-5:]
-    return "HARNESS_ERROR", f"the judge {how} during this case" + (": " + "\n".join(last) if last else "")
+    last = log_tail.strip().splitlines()[-5:]
+    return f"{who} {how} during this case" + (": " + "\n".join(last) if last else "")
 
 
 def _reported_case(reported: dict[str, Any]) -> CaseResult:

@@ -68,11 +68,13 @@ _secret = random.SystemRandom()
 class KernelFault(Exception):  # noqa: N818 (a fault, not an error of the harness)
     """The kernel's process failed or broke the protocol: a status of its own, and the evaluation stops."""
 
-    def __init__(self, status: str, reason: str, *, stop: bool = True) -> None:
+    def __init__(self, status: str, reason: str, *, stop: bool = True, ended: bool = False) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
         self.stop = stop
+        # The kernel's process is gone: the parent, which saw how it ended, says so.
+        self.ended = ended
 
 
 @dataclass
@@ -171,7 +173,7 @@ class KernelLink:
             reply = self.channel.receive()
         except ChannelError as error:
             if "closed" in str(error):
-                raise KernelFault("RUNTIME_ERROR", "the kernel's process ended during this call") from None
+                raise KernelFault("RUNTIME_ERROR", "the kernel's process ended during this call", ended=True) from None
             raise KernelFault("REWARD_HACK", f"the kernel's process broke the call protocol: {error}") from None
         if reply.get("seq") != self.sequence:
             raise KernelFault("REWARD_HACK", "the kernel's process wrote a reply to no call (forged or out of order)")
@@ -281,11 +283,12 @@ class CaseJudge:
         try:
             for round_index in range(self.rounds):
                 seed = self.case["seed"] if round_index == 0 else _secret.getrandbits(63)
-                where = f"round {round_index + 1} of {self.rounds}: " if self.rounds > 1 else ""
+                # The first round's inputs are the case's own, reproducible: a failure there needs no qualifier.
+                where = f"round {round_index + 1} of {self.rounds}: " if round_index else ""
                 self._checked_call(seed, where)
             return self._timed()
         except KernelFault as fault:
-            return {**self._result(fault.status, fault.reason), "stop": fault.stop}
+            return {**self._result(fault.status, fault.reason), "stop": fault.stop, "kernel_ended": fault.ended}
         except _CaseFailed as failure:
             return self._result(failure.status, failure.reason, failure.max_abs, failure.max_rel)
 
@@ -376,7 +379,8 @@ class CaseJudge:
         inputs = self._inputs(_secret.getrandbits(63))
         call = self.kernel.call(self.case, inputs)
         if call.changed_input:
-            raise _CaseFailed("REWARD_HACK", f"the solution wrote into its inputs: {call.changed_input}")
+            where = "a warm-up call, while being timed: "
+            raise _CaseFailed("REWARD_HACK", f"{where}the solution wrote into its inputs: {call.changed_input}")
         return call
 
     def _timed_call(self, check: bool, number: int) -> Call:
@@ -384,7 +388,7 @@ class CaseJudge:
         # Drawn before the call, used after it: the kernel's process cannot see it either way.
         expected = self._expected(inputs) if check else None
         call = self.kernel.call(self.case, inputs)
-        where = f"timed call {number}: "
+        where = f"timed call {number}, while being timed: "
         if expected is not None:
             self._check(call, expected, where)
         elif call.changed_input:

@@ -124,7 +124,7 @@ class Caller:
         except Exception as error:
             return {"error": [failure_status(error), failure_text(error)]}
         if self.clock is not time.perf_counter_ns:
-            return {"error": ["REWARD_HACK", "the solution replaced the clock (time.perf_counter_ns)"]}
+            return {"error": ["REWARD_HACK", "the solution replaced the harness's clock: time.perf_counter_ns"]}
         self.previous = [*arguments, *device_outputs]
         if self.dps:
             if self.cuda:
@@ -156,12 +156,18 @@ class Caller:
         values = outputs_as_list(returned, [str(index) for index in range(len(placements))])
         described = []
         for value, placement in zip(values, placements, strict=False):
+            if isinstance(value, (bool, int, float)) and not placement[1]:
+                # A scalar output returned as a number: the exchange holds it as the declared dtype.
+                self._view(*placement[:3]).fill_(value)
+                described.append({"shape": [], "dtype": placement[2]})
+                continue
             if not isinstance(value, self.torch.Tensor):
                 described.append({"kind": type(value).__name__})
                 continue
             if type(value) is not self.torch.Tensor:
                 # A subclass can answer comparisons as it likes; whatever its name, it is not a plain tensor.
-                return {"error": ["REWARD_HACK", f"the solution returned a {type(value).__qualname__}, not a tensor"]}
+                name = type(value).__qualname__
+                return {"error": ["REWARD_HACK", f"the solution returned {name}, not plain tensors"]}
             dtype = str(value.dtype).removeprefix("torch.")
             described.append({"shape": list(value.shape), "dtype": dtype})
             if value.nbytes <= placement[3] and dtype in DTYPE_BYTES:

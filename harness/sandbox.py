@@ -228,6 +228,7 @@ class Outcome:
     # A limit the kernel's processes reached (the cgroup's memory or pids), named for the running case.
     limit_hit: tuple[str, str] | None = None
     judge_returncode: int | None = None
+    kernel_returncode: int | None = None
     log: bytearray = field(default_factory=bytearray)
     judge_log: bytearray = field(default_factory=bytearray)
     limits: dict[str, Any] = field(default_factory=dict)
@@ -521,6 +522,9 @@ def _watch(
         for key in list(selector.get_map().values()):
             os.close(key.fd)
         selector.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            # Normally gone already (it was told to exit, or it died and the judge saw its pipe close).
+            outcome.kernel_returncode = kernel.popen.wait(timeout=1)
         _kill(kernel)
         outcome.judge_returncode = judge.popen.wait()
 

@@ -119,7 +119,7 @@ def test_writing_into_an_input_only_while_timed_is_a_reward_hack(add_problem: Pr
             global calls
             calls += 1
             out.copy_(x + y)
-            if calls > 1:
+            if calls > 3:  # after the correctness rounds
                 y.zero_()
         """,
     )

@@ -25,6 +25,9 @@ def test_a_solution_that_sleeps_2_ms_is_timed_at_2_ms_plus_its_compute(add_probl
 
     assert result.status == "PASSED"
     assert result.protocol.model_dump() == {
+        "name": "kernelindex",
+        "version": "kernelindex-1",
+        "correctness_rounds": 3,
         "warmup": 10,
         "iterations": 50,
         "timer": "perf_counter_ns",
