@@ -273,8 +273,8 @@ CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT",
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
-# Controlled reruns (runs/reruns.py). The evidence rule's tolerance: a rerun's median within this
-# fraction of the reported figure reproduces it.
+# Controlled reruns (runs/reruns.py). The evidence rule's tolerance (records.rerun.verdict), a fraction:
+# how much slower than claimed a kernel may run, and how wide a rerun's interval may be, to decide.
 RERUN_TOLERANCE = env_float("RERUN_TOLERANCE", 0.10)
 # The harness's limits for one rerun: wall time for the whole evaluation, and memory.
 RERUN_TIMEOUT_SECONDS = env_int("RERUN_TIMEOUT_SECONDS", 600)
@@ -284,6 +284,9 @@ RERUN_MEMORY_MB = env_int("RERUN_MEMORY_MB", 4096)
 RERUN_HEARTBEAT_SECONDS = env_float("RERUN_HEARTBEAT_SECONDS", 10)
 RERUN_STALE_AFTER_SECONDS = env_float("RERUN_STALE_AFTER_SECONDS", 60)
 RERUN_MAX_ATTEMPTS = env_int("RERUN_MAX_ATTEMPTS", 3)
+# An attempt too noisy to decide (or an unconfirmed failure) runs again this long after, within the same
+# RERUN_MAX_ATTEMPTS; the last attempt's verdict stands, inconclusive or not.
+RERUN_RETRY_AFTER_SECONDS = env_float("RERUN_RETRY_AFTER_SECONDS", 300)
 # A request still queued this long after it was sent (or never sent: the broker was down) is sent again.
 RERUN_RESEND_AFTER_SECONDS = env_float("RERUN_RESEND_AFTER_SECONDS", 120)
 RERUN_SWEEP_SECONDS = env_float("RERUN_SWEEP_SECONDS", 30)

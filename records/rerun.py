@@ -7,6 +7,8 @@ level is one function that the pages quote.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,47 +48,268 @@ REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not_reproduced"
 INCONCLUSIVE = ""
 
+# The statuses that say the kernel's outputs were wrong: they count only once a second evaluation on
+# fresh inputs confirms them. Tampering (REWARD_HACK) needs no confirmation.
+CORRECTNESS_FAILURES = frozenset({"INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE"})
+TAMPERING = "REWARD_HACK"
+
+# The version of the rule below; every verdict stores it with its tolerance. Version 1 compared the
+# rerun's absolute latency with the reported one, whatever host either ran on.
+RULE_VERSION = 2
+
 EVIDENCE_RULE = (
-    "The latest conclusive KernelIndex rerun on the run's own hardware class decides its evidence level: "
-    "reproduced when every case passes and the rerun's median is within {tolerance} of the reported figure, "
-    "or the reported figure lies inside the rerun's 95 % interval; not reproduced when a case fails "
-    "(wrong results, an error, a timeout, memory) or the figure is outside both. Reruns on other hardware "
-    "are shown and change nothing; community notes never do."
+    "The latest conclusive KernelIndex rerun on the run's own hardware class decides its evidence level "
+    "(rule version {version}, tolerance {tolerance}). The rerun times the definition's reference interleaved "
+    "with the kernel; where the source reported a speedup against the reference, the speedups are compared, "
+    "otherwise the latencies. Reproduced when every case passes and the kernel is at least as fast as "
+    "claimed, within the tolerance. Not reproduced when a correctness failure is confirmed by a second "
+    "evaluation on fresh inputs, when the kernel is slower than claimed beyond the tolerance and outside the "
+    "rerun's 95 % interval, or when it tampered with its evaluation. Inconclusive when the rerun is too noisy "
+    "to tell (its 95 % interval reaches further from its median than the tolerance, or the reference drifted "
+    "by more than the tolerance between interleaved blocks) or the evaluation itself failed: that moves "
+    "nothing and is retried. Reruns on other hardware are shown and move nothing; community notes never do."
 )
+
+
+def evidence_rule(tolerance: float, version: int = RULE_VERSION) -> str:
+    """The rule as the pages state it, with the tolerance (a fraction) it was applied with."""
+    return EVIDENCE_RULE.format(version=version, tolerance=f"±{tolerance:.0%}")
 
 
 @dataclass(frozen=True)
 class Verdict:
     level: str  # REPRODUCED, NOT_REPRODUCED or INCONCLUSIVE
     reason: str
+    tolerance: float
+    rule_version: int = RULE_VERSION
+    # An inconclusive verdict another attempt may settle (noise, an unconfirmed failure, a failed evaluation).
+    retry: bool = False
 
 
-def verdict(reported_ns: float | None, result: dict[str, Any], tolerance: float) -> Verdict:
-    """What one rerun says about the reported figure (see EVIDENCE_RULE)."""
-    status = result.get("status")
-    if status in KERNEL_FAULTS:
-        return Verdict(NOT_REPRODUCED, f"the rerun ended {status}: {result.get('reason') or 'no reason given'}")
-    if status != PASSED:
-        return Verdict(INCONCLUSIVE, f"the rerun could not judge the kernel ({status})")
-    latency = result.get("latency") or {}
-    median = latency.get("median_ns")
-    if reported_ns is None or not median:
-        return Verdict(INCONCLUSIVE, "there is no reported latency to compare with")
-    low, high = _interval(latency.get("ci95_ns"), median)
-    ratio = median / reported_ns
-    if abs(ratio - 1) <= tolerance or low <= reported_ns <= high:
-        return Verdict(REPRODUCED, f"every case passed; the rerun's median is {ratio:.2f}× the reported figure")
-    return Verdict(
-        NOT_REPRODUCED,
-        f"every case passed, but the rerun's median is {ratio:.2f}× the reported figure "
-        f"(outside ±{tolerance:.0%} and outside its 95 % interval)",
+@dataclass(frozen=True)
+class Estimate:
+    """A measured figure with its 95 % interval; a figure measured without one is its own interval."""
+
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, median: float, interval: Any = None) -> Estimate:
+        if isinstance(interval, (list, tuple)) and len(interval) == 2 and all(_number(v) for v in interval):
+            return cls(median, float(min(interval)), float(max(interval)))
+        return cls(median, median, median)
+
+    @property
+    def spread(self) -> float:
+        """How far the interval reaches from the median, as a fraction of it."""
+        return max(self.median - self.low, self.high - self.median) / self.median
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a run reported that a rerun can check: its latency, and its speedup over the reference if reported."""
+
+    latency_ns: float | None
+    speedup: float | None = None
+    # How the speedup aggregates the cases: "mean" (SOL-ExecBench's avg_speedup) or "geomean".
+    speedup_statistic: str = "geomean"
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a rerun measured, from the harness's result or from the result run stored for it."""
+
+    status: str
+    reason: str = ""
+    latency: Estimate | None = None
+    # Per case, the reference's latency over the kernel's, timed interleaved; empty unless every case has one.
+    case_speedups: tuple[Estimate, ...] = ()
+    # Per case, the reference's median in the last interleaved block over the first.
+    drifts: tuple[float, ...] = ()
+    # The status of the second evaluation on fresh inputs, where the first ended in a correctness failure.
+    confirmation: str | None = None
+
+    def speedup(self, statistic: str) -> Estimate | None:
+        if not self.case_speedups:
+            return None
+        mean = _geometric_mean if statistic == "geomean" else _arithmetic_mean
+        return Estimate(
+            mean([s.median for s in self.case_speedups]),
+            mean([s.low for s in self.case_speedups]),
+            mean([s.high for s in self.case_speedups]),
+        )
+
+
+def reported_claim(run_spec: Mapping[str, Any], latency_ns: float | None) -> Claim:
+    """The claim in a run document: SOL-ExecBench's avg_speedup, else per-case reference latencies
+    (as FlashInfer-Bench traces give them, geometric mean of the cases' ratios), else the latency alone."""
+    native = run_spec.get("sourceNative") or {}
+    average = _positive((native.get("metrics") or {}).get("avg_speedup"))
+    if average is not None:
+        return Claim(latency_ns, average, "mean")
+    cases = run_spec.get("cases") or []
+    ratios = [
+        case["referenceLatencyNs"] / case["latencyNs"]
+        for case in cases
+        if _number(case.get("referenceLatencyNs")) and _number(case.get("latencyNs")) and case["latencyNs"] > 0
+    ]
+    if ratios and len(ratios) == len(cases):
+        return Claim(latency_ns, _geometric_mean(ratios), "geomean")
+    return Claim(latency_ns)
+
+
+def measured_from_result(result: Mapping[str, Any], confirmation: str | None = None) -> Measured:
+    """A harness result (harness/results.py) as the rule reads it; its newer fields may be missing."""
+    cases = [case for case in result.get("cases") or [] if case.get("status") == PASSED]
+    speedups = [_estimate(case.get("speedup"), "median", "ci95") for case in cases]
+    latency = _estimate(result.get("latency"), "median_ns", "ci95_ns")
+    return Measured(
+        status=str(result.get("status") or "UNKNOWN"),
+        reason=str(result.get("reason") or ""),
+        latency=latency,
+        case_speedups=tuple(s for s in speedups if s) if speedups and all(speedups) else (),
+        drifts=tuple(float(c["reference_drift"]) for c in cases if _number(c.get("reference_drift"))),
+        confirmation=confirmation,
     )
 
 
-def _interval(value: Any, median: float) -> tuple[float, float]:
-    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
-        return float(value[0]), float(value[1])
-    return median, median
+def measured_from_run(run_spec: Mapping[str, Any]) -> Measured:
+    """A stored rerun result (the run document rerun_manifest made) as the rule reads it."""
+    metrics = (run_spec.get("sourceNative") or {}).get("metrics") or {}
+    latency = ((run_spec.get("timing") or {}).get("latencyNs")) or {}
+    median = _positive(latency.get("median"))
+    cases = [case for case in run_spec.get("cases") or [] if case.get("status") == "passed"]
+    speedups = [
+        Estimate.of(float(case["speedup"]), case.get("speedupCi95")) if _number(case.get("speedup")) else None
+        for case in cases
+    ]
+    return Measured(
+        status=str(metrics.get("harnessStatus") or "UNKNOWN"),
+        reason=str(run_spec.get("reason") or ""),
+        latency=Estimate.of(median, (latency.get("ci95Low"), latency.get("ci95High"))) if median else None,
+        case_speedups=tuple(s for s in speedups if s) if speedups and all(speedups) else (),
+        drifts=tuple(float(c["referenceDrift"]) for c in cases if _number(c.get("referenceDrift"))),
+        confirmation=metrics.get("confirmationStatus"),
+    )
+
+
+def verdict(claim: Claim, measured: Measured, tolerance: float, *, own_hardware: bool = True) -> Verdict:
+    """What one rerun says about a run's claim: the evidence rule (EVIDENCE_RULE), in one function."""
+    status = measured.status
+    because = measured.reason or "no reason given"
+    if status == TAMPERING:
+        return Verdict(NOT_REPRODUCED, f"the kernel tampered with its evaluation ({status}): {because}", tolerance)
+    if status in CORRECTNESS_FAILURES:
+        return _correctness_failure(status, because, measured.confirmation, tolerance)
+    if status in KERNEL_FAULTS:
+        return Verdict(NOT_REPRODUCED, f"the rerun ended {status}: {because}", tolerance)
+    if status != PASSED:
+        return Verdict(INCONCLUSIVE, f"the rerun could not judge the kernel ({status})", tolerance, retry=True)
+    compared = _comparison(claim, measured, own_hardware)
+    if isinstance(compared, str):
+        return Verdict(INCONCLUSIVE, compared, tolerance)
+    return _timing_verdict(compared, measured.drifts, tolerance)
+
+
+def _correctness_failure(status: str, because: str, confirmation: str | None, tolerance: float) -> Verdict:
+    if confirmation is None:
+        said = f"the rerun ended {status} ({because}); it counts once a second evaluation on fresh inputs confirms it"
+        return Verdict(INCONCLUSIVE, said, tolerance, retry=True)
+    if confirmation in CORRECTNESS_FAILURES or confirmation == TAMPERING:
+        said = f"the rerun ended {status} ({because}), confirmed on fresh inputs ({confirmation})"
+        return Verdict(NOT_REPRODUCED, said, tolerance)
+    said = f"the rerun ended {status} ({because}), but the evaluation on fresh inputs ended {confirmation}"
+    return Verdict(INCONCLUSIVE, said, tolerance, retry=True)
+
+
+@dataclass(frozen=True)
+class _Compared:
+    """The rerun's figure against the claim, as a slowdown: above 1, the kernel ran slower than claimed."""
+
+    slowdown: Estimate
+    measured: Estimate
+    describe: str  # "the speedup over the reference", "the median latency"
+    ratio_text: str
+
+
+def _comparison(claim: Claim, measured: Measured, own_hardware: bool) -> _Compared | str:
+    """Speedups where the run reported one and the rerun measured one; else latencies, on the run's own
+    hardware only; else the reason nothing can be compared."""
+    speedup = measured.speedup(claim.speedup_statistic) if claim.speedup else None
+    if claim.speedup and speedup:
+        slowest = claim.speedup / speedup.low if speedup.low > 0 else math.inf
+        slowdown = Estimate(claim.speedup / speedup.median, claim.speedup / speedup.high, slowest)
+        text = f"{speedup.median:.2f}× the reference against {claim.speedup:.2f}× reported"
+        return _Compared(slowdown, speedup, f"the {claim.speedup_statistic} speedup over the reference", text)
+    if not own_hardware:
+        return "the rerun ran on other hardware than the run's own: its latency does not compare with the reported one"
+    if claim.latency_ns is None or measured.latency is None:
+        return "there is no reported figure the rerun can be compared with"
+    latency, reported = measured.latency, claim.latency_ns
+    slowdown = Estimate(latency.median / reported, latency.low / reported, latency.high / reported)
+    return _Compared(slowdown, latency, "the median latency", f"{slowdown.median:.2f}× the reported figure")
+
+
+def _timing_verdict(compared: _Compared, drifts: tuple[float, ...], tolerance: float) -> Verdict:
+    worst_drift = max(drifts, key=lambda drift: abs(drift - 1), default=1.0)
+    if abs(worst_drift - 1) > tolerance:
+        said = (
+            f"every case passed, but the reference's own latency drifted {worst_drift:.2f}× between the first "
+            f"and last interleaved blocks (beyond ±{tolerance:.0%}): too noisy to tell"
+        )
+        return Verdict(INCONCLUSIVE, said, tolerance, retry=True)
+    slowdown = compared.slowdown
+    if slowdown.high <= 1 + tolerance:
+        # Even the slow end of the interval meets the claim: no noise can change the answer.
+        said = (
+            f"every case passed; {compared.describe} is {compared.ratio_text}: as fast as claimed within "
+            f"±{tolerance:.0%}, even at the slow end of its 95 % interval"
+        )
+        return Verdict(REPRODUCED, said, tolerance)
+    if compared.measured.spread > tolerance:
+        said = (
+            f"every case passed; {compared.describe} is {compared.ratio_text}, but its 95 % interval reaches "
+            f"±{compared.measured.spread:.0%} from its median (beyond ±{tolerance:.0%}): too noisy to tell"
+        )
+        return Verdict(INCONCLUSIVE, said, tolerance, retry=True)
+    if slowdown.median <= 1 + tolerance:
+        said = f"every case passed; {compared.describe} is {compared.ratio_text}: as claimed within ±{tolerance:.0%}"
+        return Verdict(REPRODUCED, said, tolerance)
+    if slowdown.low > 1:
+        said = (
+            f"every case passed, but {compared.describe} is {compared.ratio_text}: slower than claimed "
+            f"beyond ±{tolerance:.0%} and outside its 95 % interval"
+        )
+        return Verdict(NOT_REPRODUCED, said, tolerance)
+    said = (
+        f"every case passed; {compared.describe} is {compared.ratio_text}: slower than claimed beyond "
+        f"±{tolerance:.0%}, but the claim lies inside its 95 % interval"
+    )
+    return Verdict(INCONCLUSIVE, said, tolerance, retry=True)
+
+
+def _estimate(value: Any, median_key: str, interval_key: str) -> Estimate | None:
+    median = _positive(value.get(median_key)) if isinstance(value, Mapping) else None
+    return Estimate.of(median, value.get(interval_key)) if median else None
+
+
+def _positive(value: Any) -> float | None:
+    return float(value) if _number(value) and value > 0 else None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _arithmetic_mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _geometric_mean(values: list[float]) -> float:
+    if any(value <= 0 for value in values):
+        return 0.0
+    return math.exp(sum(math.log(value) for value in values) / len(values))
 
 
 # -- the result as a manifest -------------------------------------------------
@@ -111,9 +334,14 @@ def rerun_manifest(
     workload: dict[str, Any],
     implementation: dict[str, Any],
     observed_at: str,
+    confirmation: str | None = None,
 ) -> dict[str, Any]:
     """A native manifest for the harness's result: its own protocol and environment, the original's
-    workload and implementation, the per-case results, and `rerunOf` naming the original."""
+    workload and implementation, the per-case results, and `rerunOf` naming the original.
+
+    `confirmation` is the status of the second evaluation on fresh inputs, where one ran: it is kept
+    in the metrics, so that the evidence rule can be applied again to the stored run (measured_from_run).
+    """
     protocol = rerun_protocol(result)
     environment = rerun_environment(result)
     hardware = environment["spec"]["hardware"]["product"]
@@ -124,7 +352,8 @@ def rerun_manifest(
         "sourceNative": {
             "source": NATIVE_SOURCE,
             "externalId": rerun_external_id(of),
-            "metrics": {"harnessStatus": str(result.get("status"))},
+            "metrics": {"harnessStatus": str(result.get("status"))}
+            | ({"confirmationStatus": confirmation} if confirmation else {}),
         },
         "cases": [_case(case) for case in result.get("cases") or []],
     }
@@ -182,6 +411,13 @@ def _case(case: dict[str, Any]) -> dict[str, Any]:
     reference = case.get("reference_latency") or {}
     if reference.get("median_ns"):
         row["referenceLatencyNs"] = reference["median_ns"]
+    # The reference timed interleaved with the kernel: what the evidence rule compares (measured_from_run).
+    speedup = _estimate(case.get("speedup"), "median", "ci95")
+    if speedup is not None:
+        row["speedup"] = speedup.median
+        row["speedupCi95"] = [speedup.low, speedup.high]
+    if _number(case.get("reference_drift")):
+        row["referenceDrift"] = case["reference_drift"]
     for source_key, key in (("max_abs_error", "maxAbsoluteError"), ("max_rel_error", "maxRelativeError")):
         value = case.get(source_key)
         if isinstance(value, (int, float)) and value == value and abs(value) != float("inf"):
@@ -191,11 +427,21 @@ def _case(case: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+# The protocol a result that names none followed (the harness's default before it named protocols).
+DEFAULT_RERUN_PROTOCOL = ("kernelindex", "1")
+
+
 def rerun_protocol(result: dict[str, Any]) -> dict[str, Any]:
+    """The rerun's protocol document. The evaluation protocol's name and version (a source's evaluator, or
+    KernelIndex's own) are part of its comparability family, so runs judged alike share a comparison group."""
     harness = result.get("harness") or {}
     protocol = result.get("protocol") or {}
     name = str(harness.get("name") or "kernelindex-harness")
     version = str(harness.get("version") or "unknown")
+    followed = {
+        "name": str(protocol.get("name") or DEFAULT_RERUN_PROTOCOL[0]),
+        "version": str(protocol.get("version") or DEFAULT_RERUN_PROTOCOL[1]),
+    }
     measurement = {
         "timer": str(protocol.get("timer") or "unknown"),
         "primaryStatistic": PRIMARY_STATISTIC,
@@ -205,21 +451,24 @@ def rerun_protocol(result: dict[str, Any]) -> dict[str, Any]:
     }
     return make_document(
         "BenchmarkProtocol",
-        f"kernelindex-harness-{version}-{measurement['timer']}".replace("_", "-").lower(),
+        f"kernelindex-harness-{version}-{followed['name']}-{followed['version']}-{measurement['timer']}".replace(
+            "_", "-"
+        ).lower(),
         {
             "harness": {"name": name, "version": version, "digest": harness.get("digest")},
+            "protocol": followed,
             "measurement": {key: value for key, value in measurement.items() if value is not None},
             "correctness": {
                 "reference": "definition reference implementation",
                 "comparator": "shape and dtype equal; no NaN or Inf; |out − ref| ≤ atol + rtol·|ref| per case",
             },
             "comparability": {
-                "family": RERUN_FAMILY,
+                "family": f"{RERUN_FAMILY}/{followed['name']}/{followed['version']}",
                 "notes": "A controlled KernelIndex rerun in a sandbox: the reference and the solution timed alike, "
                 "median of the timed iterations per case, geometric mean over cases.",
             },
         },
-        title=f"KernelIndex harness {version}",
+        title=f"KernelIndex harness {version} · {followed['name']} protocol {followed['version']}",
     )
 
 

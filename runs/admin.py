@@ -6,17 +6,22 @@ a run's change page lists that history together with the moderation of its notes
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from attestations.selectors import moderation_log
-from runs.models import ComparisonGroup, Definition, Document, ImportLog, RerunRequest, Run, SourceBoard
-from runs.reruns import RerunRefusedError, cancel_rerun, may_request_rerun, request_rerun
+from records.sources.hardware import CLASSES
+from runs.models import ComparisonGroup, Definition, Document, ImportLog, RerunRequest, RerunWorker, Run, SourceBoard
+from runs.reruns import RerunRefusedError, cancel_rerun, may_request_rerun, queued_message, request_rerun
+from runs.selectors import live_hardware_classes
 from runs.services import restore_run, withdraw_run
 
 MODERATION_HISTORY_ROWS = 200
@@ -99,7 +104,7 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             except RerunRefusedError as refusal:
                 messages.warning(request, f"Run {run.run_id}: {refusal}.")
             else:
-                messages.success(request, f"Run {run.run_id}: rerun #{rerun.pk} queued on {rerun.queue}.")
+                messages.success(request, f"Run {run.run_id}: {queued_message(rerun)}")
 
     @admin.display(description="page")
     def public_page(self, run: Run) -> str:
@@ -209,8 +214,10 @@ class RerunRequestAdmin(ReadOnlyAdmin):
         "attempts",
         "worker",
         "finished_at",
+        "rule_version",
+        "tolerance",
     )
-    list_filter = ("state", "verdict", "hardware")
+    list_filter = ("state", "verdict", "hardware", "rule_version")
     search_fields = ("run__run_id", "worker", "failure_reason")
     list_select_related = ("run", "requested_by")
     actions = ("cancel",)
@@ -222,3 +229,24 @@ class RerunRequestAdmin(ReadOnlyAdmin):
     def cancel(self, request: HttpRequest, queryset: QuerySet[RerunRequest]) -> None:
         cancelled = sum(cancel_rerun(rerun, request.user) for rerun in queryset.select_related("run"))
         messages.info(request, f"{cancelled} rerun(s) cancelled; a rerun a worker has started runs to its end.")
+
+
+@admin.register(RerunWorker)
+class RerunWorkerAdmin(ReadOnlyAdmin):
+    """The workers that serve rerun queues; a class without a live one leaves its requests waiting."""
+
+    list_display = ("name", "hardware", "live", "seen_at", "started_at")
+    list_filter = ("hardware",)
+
+    @admin.display(boolean=True, description="live")
+    def live(self, worker: RerunWorker) -> bool:
+        return worker.seen_at >= timezone.now() - timedelta(seconds=settings.RERUN_STALE_AFTER_SECONDS)
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        live = live_hardware_classes()
+        serving = ", ".join(f"{name} ({live[name]})" for name in CLASSES if name in live) or "none"
+        waiting = ", ".join(name for name in CLASSES if name not in live)
+        messages.info(
+            request, f"Classes with a live worker: {serving}. A rerun requested on any other waits: {waiting}."
+        )
+        return super().changelist_view(request, extra_context)

@@ -6,6 +6,7 @@ from django import forms
 from django.db.models import Q
 
 from records.sources import SOURCES
+from records.sources.hardware import CLASSES, UnknownHardwareClassError, hardware_class_named
 from runs.models import ComparisonGroup, Run, RunQuerySet
 
 
@@ -71,9 +72,20 @@ class RerunForm(forms.Form):
     """A moderator's rerun request from the run page."""
 
     reason = forms.CharField(label="Why", required=False, max_length=500)
-    hardware = forms.SlugField(
+    hardware = forms.CharField(
         label="Hardware class",
         required=False,
         max_length=64,
-        help_text="Leave empty for the run's own (only a rerun there can change its evidence level).",
+        help_text="Leave empty for the run's own (only a rerun there can change its evidence level). "
+        f"One of: {', '.join(CLASSES)}.",
     )
+
+    def clean_hardware(self) -> str:
+        """A registered class, or empty for the run's own; a request for any other would wait forever."""
+        name = self.cleaned_data["hardware"].strip()
+        if not name:
+            return ""
+        try:
+            return hardware_class_named(name).name
+        except UnknownHardwareClassError as unknown:
+            raise forms.ValidationError(str(unknown)) from None

@@ -18,6 +18,7 @@ from django.urls import reverse
 from records.canonical import DIGEST_LENGTH, parse_json
 from records.schema import RANKABLE_STATUSES
 from records.sources import display_external_id, source_title
+from records.sources.hardware import queue_of
 
 
 class Document(models.Model):
@@ -356,6 +357,11 @@ class RerunRequest(models.Model):
     )
     verdict = models.CharField(max_length=16, blank=True, help_text="reproduced, not_reproduced, or empty.")
     verdict_reason = models.TextField(blank=True)
+    # The evidence rule that decided the verdict (records.rerun.RULE_VERSION) and its tolerance, a fraction.
+    rule_version = models.PositiveSmallIntegerField(null=True, blank=True)
+    tolerance = models.FloatField(null=True, blank=True)
+    # An attempt that came out inconclusive is queued again; the sweep sends it once this time has come.
+    retry_at = models.DateTimeField(null=True, blank=True)
 
     objects = RerunRequestQuerySet.as_manager()
 
@@ -379,11 +385,15 @@ class RerunRequest(models.Model):
 
     @property
     def queue(self) -> str:
-        return f"reruns.{self.hardware}"
+        return queue_of(self.hardware)
 
     @property
     def verdict_label(self) -> str:
         return self.verdict.replace("_", " ")
+
+    @property
+    def rule_label(self) -> str:
+        return rule_label(self.rule_version, self.tolerance)
 
 
 class EvidenceChange(models.Model):
@@ -394,9 +404,43 @@ class EvidenceChange(models.Model):
     evidence = models.CharField(max_length=16, choices=Run.Evidence.choices)
     rerun = models.ForeignKey(RerunRequest, on_delete=models.CASCADE, related_name="evidence_changes")
     changed_at = models.DateTimeField(auto_now_add=True)
+    # The rule that made the change (records.rerun.RULE_VERSION) and its tolerance; empty before rule 2.
+    rule_version = models.PositiveSmallIntegerField(null=True, blank=True)
+    tolerance = models.FloatField(null=True, blank=True)
 
     class Meta:
         ordering = ["-changed_at", "-id"]
 
     def __str__(self) -> str:
         return f"{self.run}: {self.previous} → {self.evidence}"
+
+    @property
+    def rule_label(self) -> str:
+        return rule_label(self.rule_version, self.tolerance)
+
+
+def rule_label(version: int | None, tolerance: float | None) -> str:
+    """The evidence rule a decision was made by, as pages quote it: 'rule 2, tolerance ±10%'."""
+    if version is None:
+        return ""
+    return f"rule {version}, tolerance ±{tolerance or 0:.0%}"
+
+
+class RerunWorker(models.Model):
+    """A Celery worker that serves rerun queues, as its last heartbeat left it: live while it beats."""
+
+    name = models.CharField(max_length=255, unique=True)
+    # The hardware classes whose queues it consumes, comma-separated.
+    hardware = models.CharField(max_length=500)
+    started_at = models.DateTimeField()
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["hardware", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.hardware})"
+
+    @property
+    def classes(self) -> list[str]:
+        return [name for name in self.hardware.split(",") if name]

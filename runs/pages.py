@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from attestations.selectors import approved_attestations
-from records.rerun import EVIDENCE_RULE
+from records.rerun import evidence_rule
 from records.sources import SourceInfo
 from runs import display
 from runs.charts import Mark, StripChart, latency_chart, score_chart
@@ -35,6 +35,7 @@ from runs.selectors import (
     evidence_history,
     hardware_class_for,
     leaderboard,
+    live_hardware_classes,
     references_for,
     rerun_rows,
     run_manifest_text,
@@ -117,15 +118,16 @@ def reruns_section(run: Run, environment: dict[str, Any] | None, *, may_request_
     """The run page's reruns and evidence section; `environment` is the run's Environment document."""
     own_class = hardware_class_for(run, environment)
     reruns = rerun_rows(run, own_class)
+    may_rerun = may_request_rerun and not run.withdrawn_at
     return {
         "reruns": reruns,
         "active_rerun": next((row.request for row in reruns if row.request.is_active), None),
         "evidence_history": evidence_history(run),
-        "evidence_rule": EVIDENCE_RULE.format(tolerance=f"±{settings.RERUN_TOLERANCE:.0%}"),
+        "evidence_rule": evidence_rule(settings.RERUN_TOLERANCE),
         "own_class": own_class,
-        "rerun_form": RerunForm(initial={"hardware": own_class})
-        if may_request_rerun and not run.withdrawn_at
-        else None,
+        "rerun_form": RerunForm(initial={"hardware": own_class}) if may_rerun else None,
+        # Only moderators see it, on pages of their own: a cached public page would show a stale worker list.
+        "live_classes": live_hardware_classes() if may_rerun else None,
     }
 
 

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from celery import current_app
+from django import db
 from django.conf import settings
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth import get_user_model
@@ -33,12 +35,23 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from records.canonical import canonical_text, parse_json
-from records.rerun import INCONCLUSIVE, RerunOf, rerun_manifest, verdict
+from records.rerun import (
+    CORRECTNESS_FAILURES,
+    INCONCLUSIVE,
+    RerunOf,
+    Verdict,
+    measured_from_result,
+    measured_from_run,
+    reported_claim,
+    rerun_manifest,
+    verdict,
+)
+from records.sources import rerun_protocol_of
 from records.sources.artifacts import harness_definition
-from records.sources.hardware import CPU_CLASS
+from records.sources.hardware import UnknownHardwareClassError, hardware_class_named
 from runs.ingest import import_manifest
-from runs.models import Document, EvidenceChange, RerunRequest, Run
-from runs.selectors import LISTS, run_hardware_class, run_scopes
+from runs.models import Document, EvidenceChange, RerunRequest, RerunWorker, Run
+from runs.selectors import LISTS, document_value, live_hardware_classes, run_hardware_class, run_scopes
 from web.cache import retire_pages, retire_pages_on_commit
 
 logger = logging.getLogger(__name__)
@@ -120,9 +133,11 @@ def request_rerun(
     if run.withdrawn_at is not None:
         raise RerunRefusedError("this run is withdrawn")
     runnable_artifacts(run)
-    hardware = (hardware or run_hardware_class(run)).strip().lower()
-    if not hardware or not all(c.isalnum() or c in "-_" for c in hardware):
-        raise RerunRefusedError(f"{hardware!r} is not a hardware class (e.g. cpu, nvidia-h100)")
+    try:
+        # A class no worker can ever serve would wait forever, and block every other rerun of the run.
+        hardware = hardware_class_named(hardware or run_hardware_class(run)).name
+    except UnknownHardwareClassError as unknown:
+        raise RerunRefusedError(str(unknown)) from None
     try:
         with transaction.atomic():
             if RerunRequest.objects.active().filter(run=run).exists():
@@ -145,6 +160,14 @@ def request_rerun(
     return request
 
 
+def queued_message(request: RerunRequest) -> str:
+    """What a moderator is told once a request is stored: where it went, and whether a worker is there."""
+    said = f"Rerun #{request.pk} queued on {request.queue}."
+    if request.hardware not in live_hardware_classes():
+        said += f" No {request.hardware} worker is live: it waits until one starts."
+    return said
+
+
 def send_rerun(request_id: int) -> bool:
     """Hand the request's id to its hardware's queue. With the broker down the request stays queued, unsent."""
     request = RerunRequest.objects.filter(pk=request_id, state=RerunRequest.State.QUEUED).first()
@@ -156,7 +179,7 @@ def send_rerun(request_id: int) -> bool:
         logger.warning("rerun #%s not sent to %s: %s", request.pk, request.queue, error)
         RerunRequest.objects.filter(pk=request.pk).update(send_error=f"not sent: {error}"[:500])
         return False
-    RerunRequest.objects.filter(pk=request.pk).update(sent_at=timezone.now(), send_error="")
+    RerunRequest.objects.filter(pk=request.pk).update(sent_at=timezone.now(), send_error="", retry_at=None)
     return True
 
 
@@ -187,12 +210,19 @@ def execute_rerun(request_id: int) -> None:
         return
     with tempfile.TemporaryDirectory(prefix=f"rerun-{request.pk}-") as folder:
         outcome = run_harness(request, attempt, artifacts, Path(folder))
+        confirmation = None
+        if outcome is not None and outcome.result and outcome.result.get("status") in CORRECTNESS_FAILURES:
+            # A correctness failure counts only once a second evaluation, on fresh inputs, confirms it.
+            second = run_harness(request, attempt, artifacts, Path(folder) / "fresh", fresh_inputs=True)
+            if second is None:
+                return
+            confirmation = str(second.result.get("status")) if second.result else "HARNESS_ERROR"
     if outcome is None:
         return  # the claim was lost: another attempt owns the request now
     if outcome.result is None:
         record_failure(request, attempt, "HARNESS_ERROR", "the harness produced no result", outcome)
     else:
-        record_result(request, attempt, outcome.result, outcome)
+        record_result(request, attempt, outcome.result, outcome, confirmation)
 
 
 def worker_name() -> str:
@@ -229,14 +259,17 @@ def harness_environment(hardware: str) -> dict[str, str]:
     hundred times the figure a quiet machine gives. The demo's reported figures were measured so.
     """
     environment = {name: os.environ[name] for name in HARNESS_ENVIRONMENT if name in os.environ}
-    if hardware == CPU_CLASS:
+    if hardware_class_named(hardware).device == "cpu":
         environment.setdefault("OMP_NUM_THREADS", "1")
     return environment
 
 
-def run_harness(request: RerunRequest, attempt: int, artifacts: Artifacts, folder: Path) -> HarnessOutcome | None:
+def run_harness(
+    request: RerunRequest, attempt: int, artifacts: Artifacts, folder: Path, *, fresh_inputs: bool = False
+) -> HarnessOutcome | None:
     """Run `python -m harness run` on the artifacts; None if the claim was lost meanwhile."""
-    command = harness_command(request, artifacts, folder)
+    folder.mkdir(exist_ok=True)
+    command = harness_command(request, artifacts, folder, fresh_inputs=fresh_inputs)
     environment = harness_environment(request.hardware)
     log_path = folder / "harness.log"
     started = time.monotonic()
@@ -265,17 +298,32 @@ def run_harness(request: RerunRequest, attempt: int, artifacts: Artifacts, folde
     return HarnessOutcome(result, log_tail, seconds)
 
 
-def harness_command(request: RerunRequest, artifacts: Artifacts, folder: Path) -> list[str]:
-    """Write the definition, its cases and the solution in the formats the harness reads."""
+FRESH_INPUTS_SUFFIX = "~fresh"
+
+
+def harness_command(
+    request: RerunRequest, artifacts: Artifacts, folder: Path, *, fresh_inputs: bool = False
+) -> list[str]:
+    """Write the definition, its cases and the solution in the formats the harness reads.
+
+    The rerun follows the protocol of the run's source (records.sources: SourceInfo.rerun_protocol).
+    With `fresh_inputs`, every case draws other random inputs: the harness seeds a case from its
+    definition and uuid (harness.job.case_seed), so the cases go with their uuids suffixed.
+    """
     # json.dumps, not the canonical form: the order of inputs and outputs is the order of the arguments.
     (folder / "definition.json").write_text(json.dumps(harness_definition(artifacts.workload)))
     cases = artifacts.workload["spec"].get("cases") or []
+    if fresh_inputs:
+        cases = [
+            {**case, "uuid": f"{case.get('uuid', index)}{FRESH_INPUTS_SUFFIX}"} for index, case in enumerate(cases)
+        ]
     (folder / "workload.jsonl").write_text("".join(canonical_text(case) + "\n" for case in cases))
     (folder / "solution.json").write_text(canonical_text(artifacts.implementation["spec"]["solution"]))
     command = [sys.executable, "-m", "harness", "run"]
     command += ["--definition", str(folder / "definition.json"), "--workload", str(folder / "workload.jsonl")]
     command += ["--solution", str(folder / "solution.json"), "--json", str(folder / "result.json")]
-    command += ["--device", "cpu" if request.hardware == "cpu" else "cuda"]
+    command += ["--device", hardware_class_named(request.hardware).device]
+    command += ["--protocol", rerun_protocol_of(request.run.source)]
     command += ["--timeout", str(settings.RERUN_TIMEOUT_SECONDS), "--memory-mb", str(settings.RERUN_MEMORY_MB)]
     if settings.RERUN_UNSANDBOXED:
         command.append("--unsandboxed")
@@ -314,12 +362,25 @@ def _heartbeat_until_done(process: subprocess.Popen[bytes], request: RerunReques
             process.wait()
 
 
-def record_result(request: RerunRequest, attempt: int, result: dict[str, Any], outcome: HarnessOutcome) -> None:
-    """The result as a new run, the request's outcome and the original's evidence, in one transaction."""
+def record_result(
+    request: RerunRequest,
+    attempt: int,
+    result: dict[str, Any],
+    outcome: HarnessOutcome,
+    confirmation: str | None = None,
+) -> None:
+    """The result as a new run, the request's outcome and the original's evidence, in one transaction.
+
+    An attempt too noisy (or too unsure) to decide is queued again instead, while attempts are left.
+    """
     with transaction.atomic():
         if not RerunRequest.objects.select_for_update().filter(_still_ours(request, attempt)).exists():
             return
         run = Run.objects.select_related("definition").get(pk=request.run_id)
+        decided = judge(request, run, measured_from_result(result, confirmation))
+        if decided.retry and attempt < settings.RERUN_MAX_ATTEMPTS:
+            retry_later(request, attempt, decided, outcome)
+            return
         artifacts = runnable_artifacts(run)
         of = RerunOf(run.run_id, request.run_digest, run.definition.name if run.definition else run.title, request.pk)
         manifest = rerun_manifest(
@@ -328,9 +389,9 @@ def record_result(request: RerunRequest, attempt: int, result: dict[str, Any], o
             workload=artifacts.workload,
             implementation=artifacts.implementation,
             observed_at=timezone.now().isoformat().replace("+00:00", "Z"),
+            confirmation=confirmation,
         )
         result_run = import_manifest(manifest, f"rerun:{request.pk}")
-        decided = verdict(run.latency_ns, result, settings.RERUN_TOLERANCE)
         passed = result.get("status") == "PASSED"
         RerunRequest.objects.filter(pk=request.pk).update(
             state=RerunRequest.State.SUCCEEDED if passed else RerunRequest.State.FAILED,
@@ -338,6 +399,9 @@ def record_result(request: RerunRequest, attempt: int, result: dict[str, Any], o
             result_run=result_run,
             verdict=decided.level,
             verdict_reason=decided.reason,
+            rule_version=decided.rule_version,
+            tolerance=decided.tolerance,
+            retry_at=None,
             failure_status="" if passed else str(result.get("status") or ""),
             failure_reason="" if passed else str(result.get("reason") or "")[-4000:],
             log_tail=outcome.log_tail,
@@ -345,10 +409,36 @@ def record_result(request: RerunRequest, attempt: int, result: dict[str, Any], o
         )
         request.refresh_from_db()
         said = f"Rerun #{request.pk} {request.state}: {request.failure_status or 'every case passed'}"
-        log_rerun(request, said + (f"; {decided.level.replace('_', ' ')}" if decided.level else ""))
+        log_rerun(request, said + f"; {decided.level.replace('_', ' ') or 'inconclusive'}")
         refresh_evidence(run)
         retire_run_pages_on_commit(run)
         retire_pages_on_commit(*run_scopes(result_run))
+
+
+def judge(request: RerunRequest, run: Run, measured: Any) -> Verdict:
+    """The evidence rule (records.rerun.verdict) on one rerun: the claim of the run version that was rerun,
+    the tolerance of today's settings, and whether the rerun ran on the run's own hardware class."""
+    reported = document_value(request.run_digest) or document_value(run.digest) or {}
+    claim = reported_claim(reported.get("spec") or {}, run.latency_ns)
+    own_hardware = request.hardware == run_hardware_class(run)
+    return verdict(claim, measured, settings.RERUN_TOLERANCE, own_hardware=own_hardware)
+
+
+def retry_later(request: RerunRequest, attempt: int, decided: Verdict, outcome: HarnessOutcome) -> None:
+    """Queue an inconclusive attempt again; the sweep sends it after RERUN_RETRY_AFTER_SECONDS."""
+    retry_at = timezone.now() + timedelta(seconds=settings.RERUN_RETRY_AFTER_SECONDS)
+    said = f"attempt {attempt} was inconclusive: {decided.reason}"
+    RerunRequest.objects.filter(_still_ours(request, attempt)).update(
+        state=RerunRequest.State.QUEUED,
+        worker="",
+        sent_at=None,
+        retry_at=retry_at,
+        verdict_reason=said,
+        log_tail=outcome.log_tail,
+        harness_seconds=outcome.seconds,
+    )
+    log_rerun(request, f"Rerun #{request.pk}: {said}; it runs again")
+    retire_run_pages_on_commit(request.run)
 
 
 def record_failure(
@@ -372,20 +462,105 @@ def record_failure(
 
 
 def refresh_evidence(run: Run) -> EvidenceChange | None:
-    """Apply the evidence rule: the latest conclusive rerun on the run's own hardware class decides."""
-    latest = (
-        RerunRequest.objects.filter(run=run, hardware=run_hardware_class(run), result_run__isnull=False)
-        .exclude(verdict=INCONCLUSIVE)
-        .order_by("-finished_at", "-id")
-        .first()
+    """Apply the evidence rule: the latest conclusive rerun on the run's own hardware class decides;
+    with none (reevaluate may leave none), the run is back to what its source reported."""
+    own = RerunRequest.objects.filter(run=run, hardware=run_hardware_class(run), result_run__isnull=False).order_by(
+        "-finished_at", "-id"
     )
+    latest = own.exclude(verdict=INCONCLUSIVE).first()
     level = latest.verdict if latest else Run.Evidence.REPORTED
-    if latest is None or level == run.evidence:
+    decider = latest or own.first()
+    if decider is None or level == run.evidence:
         return None
-    change = EvidenceChange.objects.create(run=run, previous=run.evidence, evidence=level, rerun=latest)
+    change = EvidenceChange.objects.create(
+        run=run,
+        previous=run.evidence,
+        evidence=level,
+        rerun=decider,
+        rule_version=decider.rule_version,
+        tolerance=decider.tolerance,
+    )
     Run.objects.filter(pk=run.pk).update(evidence=level, updated_at=timezone.now())
     run.evidence = level
     return change
+
+
+def reevaluate_run(run: Run) -> tuple[int, EvidenceChange | None]:
+    """Apply today's rule to every stored rerun of a run, from its result run; the run's evidence follows.
+
+    Returns how many verdicts changed and the evidence change, if the level moved.
+    """
+    changed = 0
+    with transaction.atomic():
+        reruns = RerunRequest.objects.select_for_update().filter(run=run, result_run__isnull=False)
+        for request in reruns.select_related("result_run"):
+            assert request.result_run is not None
+            stored = document_value(request.result_run.digest)
+            if stored is None:
+                continue
+            decided = judge(request, run, measured_from_run(stored["spec"]))
+            verdict_now = (decided.level, decided.reason, decided.rule_version, decided.tolerance)
+            if verdict_now == (request.verdict, request.verdict_reason, request.rule_version, request.tolerance):
+                continue
+            RerunRequest.objects.filter(pk=request.pk).update(
+                verdict=decided.level,
+                verdict_reason=decided.reason,
+                rule_version=decided.rule_version,
+                tolerance=decided.tolerance,
+            )
+            level = decided.level.replace("_", " ") or "inconclusive"
+            log_rerun(request, f"Rerun #{request.pk} re-evaluated under rule {decided.rule_version}: {level}")
+            changed += 1
+        change = refresh_evidence(run)
+        if changed or change:
+            retire_run_pages_on_commit(run)
+    return changed, change
+
+
+# -- worker heartbeats -----------------------------------------------------------------
+
+
+def beat_worker(name: str, classes: list[str]) -> None:
+    """A worker's heartbeat: it serves these hardware classes, and is alive now."""
+    now = timezone.now()
+    RerunWorker.objects.update_or_create(
+        name=name,
+        defaults={"hardware": ",".join(classes), "seen_at": now},
+        create_defaults={"hardware": ",".join(classes), "seen_at": now, "started_at": now},
+    )
+
+
+def forget_worker(name: str) -> None:
+    """A worker that stops cleanly says so at once, rather than going silent."""
+    RerunWorker.objects.filter(name=name).delete()
+
+
+class WorkerHeartbeat(threading.Thread):
+    """Beats for a worker every RERUN_HEARTBEAT_SECONDS, from a thread of its main process, until stopped."""
+
+    def __init__(self, name: str, classes: list[str]) -> None:
+        super().__init__(name=f"rerun-heartbeat-{name}", daemon=True)
+        self.worker, self.classes = name, classes
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                beat_worker(self.worker, self.classes)
+            except Exception as error:  # a database blip: the next beat tries again
+                logger.warning("worker %s: heartbeat not written: %s", self.worker, error)
+            finally:
+                # No connection is held between beats, so none is inherited by the pool's forked children.
+                db.connections.close_all()
+            self.stopped.wait(settings.RERUN_HEARTBEAT_SECONDS)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(timeout=10)
+        try:
+            forget_worker(self.worker)
+        finally:
+            db.connections.close_all()
 
 
 # -- the sweep -------------------------------------------------------------------------
@@ -403,8 +578,10 @@ def sweep_reruns() -> SweepResult:
     now = timezone.now()
     swept = SweepResult()
     resend_before = now - timedelta(seconds=settings.RERUN_RESEND_AFTER_SECONDS)
-    waiting = RerunRequest.objects.filter(state=RerunRequest.State.QUEUED).filter(
-        Q(sent_at__isnull=True) | Q(sent_at__lt=resend_before)
+    waiting = (
+        RerunRequest.objects.filter(state=RerunRequest.State.QUEUED)
+        .filter(Q(sent_at__isnull=True) | Q(sent_at__lt=resend_before))
+        .filter(Q(retry_at__isnull=True) | Q(retry_at__lte=now))
     )
     for request_id in waiting.values_list("pk", flat=True):
         swept.resent += send_rerun(request_id)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import cached_property
 from itertools import islice, pairwise
 from typing import Any
 
+from django.conf import settings
 from django.db.models import F, QuerySet
 from django.http import Http404
+from django.utils import timezone
 
 from records.canonical import is_digest, parse_json
 from records.manifest import manifest_text
@@ -23,6 +26,7 @@ from runs.models import (
     EvidenceChange,
     ReferenceRow,
     RerunRequest,
+    RerunWorker,
     Run,
     RunQuerySet,
     RunVersion,
@@ -350,6 +354,18 @@ def rerun_rows(run: Run, own_class: str) -> list[RerunRow]:
         )
         for request in requests
     ]
+
+
+def live_hardware_classes() -> dict[str, int]:
+    """The hardware classes with a live rerun worker (one that beat within RERUN_STALE_AFTER_SECONDS),
+    and how many each has."""
+    since = timezone.now() - timedelta(seconds=settings.RERUN_STALE_AFTER_SECONDS)
+    live: dict[str, int] = {}
+    for hardware in RerunWorker.objects.filter(seen_at__gte=since).values_list("hardware", flat=True):
+        for name in hardware.split(","):
+            if name:
+                live[name] = live.get(name, 0) + 1
+    return live
 
 
 def evidence_history(run: Run) -> list[EvidenceChange]:

@@ -7,6 +7,7 @@ from typing import Any
 from django.core.paginator import Page
 from django.http import HttpRequest
 
+from records.rerun import RULE_VERSION
 from records.sources import SourceInfo
 from runs.forms import RunSearchForm
 from runs.models import ComparisonGroup, Definition, EvidenceChange, Run
@@ -21,6 +22,7 @@ def evidence_json(run: Run, rule: str, history: list[EvidenceChange]) -> dict[st
     return {
         "level": run.evidence,
         "rule": rule,
+        "ruleVersion": RULE_VERSION,
         "since": _timestamp(history[0].changed_at) if history else None,
         "history": [
             {
@@ -28,6 +30,8 @@ def evidence_json(run: Run, rule: str, history: list[EvidenceChange]) -> dict[st
                 "to": change.evidence,
                 "at": _timestamp(change.changed_at),
                 "rerun": change.rerun_id,
+                "ruleVersion": change.rule_version,
+                "tolerance": change.tolerance,
             }
             for change in history
         ],
@@ -42,6 +46,9 @@ def rerun_json(row: RerunRow) -> dict[str, Any]:
         "state": request.state,
         "verdict": request.verdict or None,
         "verdictReason": request.verdict_reason or None,
+        "ruleVersion": request.rule_version,
+        "tolerance": request.tolerance,
+        "retryAt": _timestamp(request.retry_at),
         "countsForEvidence": row.counts_for_evidence,
         "hardware": request.hardware,
         "hardwareProduct": row.hardware_product or None,

@@ -17,7 +17,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from runs import pages, serializers
 from runs.forms import CompareForm, RerunForm
-from runs.reruns import RerunRefusedError, may_request_rerun, request_rerun
+from runs.reruns import RerunRefusedError, may_request_rerun, queued_message, request_rerun
 from runs.selectors import (
     LISTS,
     definition_scope,
@@ -100,7 +100,8 @@ def request_rerun_view(request: HttpRequest, run_id: str) -> HttpResponse:
         raise PermissionDenied("Requesting a rerun needs the rerun permission.")
     form = RerunForm(request.POST)
     if not form.is_valid():
-        messages.error(request, f"Not queued: {form.errors.as_text()}", extra_tags="reruns")
+        errors = "; ".join(str(error) for errors in form.errors.values() for error in errors)
+        messages.error(request, f"Not queued: {errors}", extra_tags="reruns")
     else:
         try:
             rerun = request_rerun(
@@ -109,7 +110,7 @@ def request_rerun_view(request: HttpRequest, run_id: str) -> HttpResponse:
         except RerunRefusedError as refusal:
             messages.error(request, f"Not queued: {refusal}.", extra_tags="reruns")
         else:
-            messages.success(request, f"Rerun #{rerun.pk} queued on {rerun.queue}.", extra_tags="reruns")
+            messages.success(request, queued_message(rerun), extra_tags="reruns")
     return redirect(run.get_absolute_url() + "#reruns")
 
 

@@ -16,6 +16,8 @@ from records.errors import RecordError
 from records.sources import artifacts, flashinfer_bench, kernelbench, native, sol_execbench
 from records.sources.base import Adapter, iter_json_lines, read_json_file
 
+DEFAULT_RERUN_PROTOCOL = "kernelindex"
+
 
 @dataclass(frozen=True)
 class SourceInfo:
@@ -30,6 +32,9 @@ class SourceInfo:
     revision_format: str = ""
     # The source's name in the site's navigation and on the home page; empty for KernelIndex's own.
     navigation_title: str = ""
+    # The evaluation protocol a rerun of the source's runs follows (`python -m harness run --protocol`):
+    # the source's own evaluator where the harness has it, else KernelIndex's.
+    rerun_protocol: str = DEFAULT_RERUN_PROTOCOL
 
 
 UnitKind = Literal["folder", "document", "record"]
@@ -77,6 +82,7 @@ REGISTRY = (
             external_id_format="submission/{}",
             revision_format="submission-{}",
             navigation_title="SOL-ExecBench",
+            rerun_protocol="sol-execbench",
         ),
         (
             Format(
@@ -112,6 +118,7 @@ REGISTRY = (
             "https://github.com/flashinfer-ai/flashinfer-bench",
             "Evaluation traces of kernel solutions for LLM serving operators, case by case.",
             navigation_title="FlashInfer-Bench",
+            rerun_protocol="flashinfer-bench",
         ),
         (
             Format("document", flashinfer_bench.looks_like_summary, ignoring_redigest(flashinfer_bench.SummaryAdapter)),
@@ -150,6 +157,12 @@ def navigation_sources() -> list[SourceInfo]:
 def source_title(key: str) -> str:
     info = SOURCES.get(key)
     return info.title if info else key
+
+
+def rerun_protocol_of(source: str) -> str:
+    """The protocol a rerun of a run from this source follows; KernelIndex's own for any other source."""
+    info = SOURCES.get(source)
+    return info.rerun_protocol if info else DEFAULT_RERUN_PROTOCOL
 
 
 def display_external_id(source: str, external_id: str) -> str:

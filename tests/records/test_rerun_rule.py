@@ -7,71 +7,145 @@ from typing import Any
 import pytest
 
 from records.manifest import manifest_item
-from records.rerun import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, RerunOf, rerun_manifest, verdict
+from records.rerun import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    RULE_VERSION,
+    Claim,
+    RerunOf,
+    Verdict,
+    measured_from_result,
+    measured_from_run,
+    reported_claim,
+    rerun_manifest,
+    verdict,
+)
 from records.schema import make_document
 from records.summary import summarize
+from tests.results import harness_result as result
+from tests.results import speedup_result
 
 
-def result(
-    status: str = "PASSED", median: float = 1000.0, interval: tuple[float, float] = (990, 1010)
-) -> dict[str, Any]:
-    latency = {
-        "median_ns": median,
-        "mean_ns": median,
-        "min_ns": median * 0.9,
-        "max_ns": median * 1.2,
-        "stdev_ns": 5.0,
-        "ci95_ns": list(interval),
-        "n": 50,
-    }
-    return {
-        "status": status,
-        "reason": "" if status == "PASSED" else "case 1: max abs error 0.01 at [0, 3]",
-        "latency": latency if status == "PASSED" else None,
-        "cases": [
-            {
-                "uuid": "c1",
-                "status": status,
-                "reason": "" if status == "PASSED" else "case 1: max abs error 0.01 at [0, 3]",
-                "max_abs_error": 0.0,
-                "max_rel_error": 0.0,
-                "latency": latency if status == "PASSED" else None,
-            }
-        ],
-        "environment": {
-            "hardware": {"vendor": "intel", "product": "Intel Xeon", "class": "cpu"},
-            "libraries": {"torch": "2.13.0"},
-        },
-        "harness": {"name": "kernelindex-harness", "version": "1.0", "digest": "sha256:" + "a" * 64},
-        "protocol": {"warmup": 10, "iterations": 50, "timer": "perf_counter_ns", "l2_flush": "none (cpu)"},
-    }
+def decide(claim: Claim, outcome: dict[str, Any], confirmation: str | None = None, **options: Any) -> Verdict:
+    return verdict(claim, measured_from_result(outcome, confirmation), 0.10, **options)
 
 
-def test_a_rerun_within_the_tolerance_reproduces() -> None:
-    assert verdict(1080.0, result(median=1000), 0.10).level == REPRODUCED
-    assert verdict(920.0, result(median=1000), 0.10).level == REPRODUCED
+def test_a_rerun_within_the_tolerance_reproduces_and_records_the_rule() -> None:
+    decided = decide(Claim(920.0), result(median=1000))
+    assert decided.level == REPRODUCED
+    assert (decided.rule_version, decided.tolerance) == (RULE_VERSION, 0.10)
+
+
+def test_a_kernel_faster_than_reported_reproduces_its_claim() -> None:
+    # Twice as fast as claimed: version 1 of the rule called this "not reproduced" (outside ±10 %).
+    assert decide(Claim(2000.0), result(median=1000)).level == REPRODUCED
+    assert decide(Claim(None, 1.0, "mean"), speedup_result([(2.0, 1.9, 2.1)])).level == REPRODUCED
 
 
 def test_a_reported_figure_the_rerun_cannot_approach_is_not_reproduced() -> None:
-    decided = verdict(50.0, result(median=1000), 0.10)
+    decided = decide(Claim(50.0), result(median=1000))
     assert decided.level == NOT_REPRODUCED
     assert "20.00× the reported figure" in decided.reason
 
 
-def test_a_figure_inside_the_rerun_interval_reproduces_even_beyond_the_tolerance() -> None:
-    assert verdict(1400.0, result(median=1000, interval=(800, 1500)), 0.10).level == REPRODUCED
+def test_where_a_speedup_was_reported_the_speedups_are_compared_not_the_latencies() -> None:
+    # SOL-ExecBench's avg_speedup, against a rerun on a host three times slower in absolute terms.
+    claim = reported_claim({"sourceNative": {"metrics": {"avg_speedup": 1.5}}}, latency_ns=300.0)
+    assert claim == Claim(300.0, 1.5, "mean")
+    decided = decide(claim, speedup_result([(1.6, 1.55, 1.65), (1.45, 1.4, 1.5)]), own_hardware=True)
+    assert decided.level == REPRODUCED
+    assert "speedup over the reference" in decided.reason
+    slower = decide(claim, speedup_result([(1.0, 0.97, 1.03), (1.1, 1.06, 1.14)]))
+    assert slower.level == NOT_REPRODUCED
+    assert "1.05× the reference against 1.50× reported" in slower.reason
 
 
-@pytest.mark.parametrize("status", ["INCORRECT_NUMERICAL", "REWARD_HACK", "TIMEOUT", "OUT_OF_MEMORY", "RUNTIME_ERROR"])
-def test_a_failing_kernel_is_not_reproduced(status: str) -> None:
-    decided = verdict(1000.0, result(status), 0.10)
+def test_flashinfer_cases_reference_latencies_are_a_claimed_speedup() -> None:
+    spec = {
+        "cases": [
+            {"status": "passed", "latencyNs": 100.0, "referenceLatencyNs": 400.0},
+            {"status": "passed", "latencyNs": 100.0, "referenceLatencyNs": 100.0},
+        ]
+    }
+    claim = reported_claim(spec, latency_ns=100.0)
+    assert (claim.speedup, claim.speedup_statistic) == (pytest.approx(2.0), "geomean")
+    assert decide(claim, speedup_result([(4.1, 4.0, 4.2), (1.0, 0.98, 1.02)])).level == REPRODUCED
+
+
+def test_a_noisy_rerun_is_inconclusive_and_retried() -> None:
+    wide = decide(Claim(1000.0), result(median=1150, interval=(900, 1500)))
+    assert (wide.level, wide.retry) == (INCONCLUSIVE, True)
+    assert "too noisy" in wide.reason
+    # The speedup's interval, too.
+    assert decide(Claim(None, 2.0), speedup_result([(1.7, 1.2, 2.2)])).level == INCONCLUSIVE
+
+
+def test_a_reference_that_drifted_between_blocks_is_inconclusive() -> None:
+    drifted = decide(Claim(None, 2.0), speedup_result([(2.0, 1.95, 2.05)], drift=1.3))
+    assert (drifted.level, drifted.retry) == (INCONCLUSIVE, True)
+    assert "drifted 1.30×" in drifted.reason
+
+
+def test_slower_beyond_the_tolerance_with_the_claim_inside_the_interval_is_inconclusive() -> None:
+    assert decide(Claim(1000.0), result(median=1150, interval=(995, 1200))).level == INCONCLUSIVE
+
+
+def test_a_wide_interval_whose_slow_end_meets_the_claim_still_reproduces() -> None:
+    assert decide(Claim(1000.0), result(median=500, interval=(300, 1050))).level == REPRODUCED
+
+
+@pytest.mark.parametrize("status", ["INCORRECT_NUMERICAL", "INCORRECT_SHAPE", "INCORRECT_DTYPE"])
+def test_a_correctness_failure_counts_only_once_fresh_inputs_confirm_it(status: str) -> None:
+    unconfirmed = decide(Claim(1000.0), result(status))
+    assert (unconfirmed.level, unconfirmed.retry) == (INCONCLUSIVE, True)
+    assert "fresh inputs" in unconfirmed.reason
+    confirmed = decide(Claim(1000.0), result(status), confirmation="INCORRECT_NUMERICAL")
+    assert confirmed.level == NOT_REPRODUCED
+    assert "confirmed on fresh inputs" in confirmed.reason
+    assert decide(Claim(1000.0), result(status), confirmation="PASSED").level == INCONCLUSIVE
+
+
+@pytest.mark.parametrize("status", ["REWARD_HACK", "TIMEOUT", "OUT_OF_MEMORY", "RUNTIME_ERROR"])
+def test_tampering_and_other_kernel_faults_need_no_confirmation(status: str) -> None:
+    decided = decide(Claim(1000.0), result(status))
     assert decided.level == NOT_REPRODUCED
     assert status in decided.reason
 
 
 def test_an_evaluation_that_could_not_judge_the_kernel_decides_nothing() -> None:
-    assert verdict(1000.0, result("INVALID_REFERENCE"), 0.10).level == INCONCLUSIVE
-    assert verdict(None, result(), 0.10).level == INCONCLUSIVE
+    assert decide(Claim(1000.0), result("INVALID_REFERENCE")).level == INCONCLUSIVE
+    assert decide(Claim(None), result()).level == INCONCLUSIVE
+
+
+def test_latency_measured_on_other_hardware_is_not_compared() -> None:
+    other = decide(Claim(1000.0), result(median=1000), own_hardware=False)
+    assert (other.level, other.retry) == (INCONCLUSIVE, False)
+    assert "other hardware" in other.reason
+    # A speedup is relative to the reference timed beside it: it is still compared (and shown).
+    assert decide(Claim(1000.0, 2.0), speedup_result([(2.0, 1.95, 2.05)]), own_hardware=False).level == REPRODUCED
+
+
+def test_a_stored_result_run_is_judged_as_the_result_it_was_made_from() -> None:
+    workload = make_document("Workload", "demo-rmsnorm", {"definition": {"source": "kernelindex", "name": "rmsnorm"}})
+    implementation = make_document("Implementation", "rmsnorm-fast", {"name": "rmsnorm-fast"})
+    of = RerunOf("abcdef123456", "sha256:" + "b" * 64, "rmsnorm", 7)
+    for outcome, confirmation in (
+        (speedup_result([(1.5, 1.45, 1.55), (0.9, 0.85, 0.95)], drift=1.02), None),
+        (result(median=1150, interval=(1100, 1200)), None),
+        (result("INCORRECT_NUMERICAL"), "INCORRECT_NUMERICAL"),
+    ):
+        manifest = rerun_manifest(
+            of,
+            outcome,
+            workload=workload,
+            implementation=implementation,
+            observed_at="2026-12-01T10:00:00Z",
+            confirmation=confirmation,
+        )
+        for claim in (Claim(1000.0), Claim(1000.0, 1.2, "mean"), Claim(1000.0, 1.3)):
+            stored = measured_from_run(manifest["run"]["spec"])
+            assert verdict(claim, stored, 0.1) == decide(claim, outcome, confirmation)
 
 
 def test_the_result_is_a_native_manifest_linked_to_the_original() -> None:
@@ -87,7 +161,9 @@ def test_the_result_is_a_native_manifest_linked_to_the_original() -> None:
     assert summary.status == "passed"
     assert summary.primary_statistic == "median"
     assert summary.latency_ns == 1234
-    assert summary.group.family == "kernelindex_harness"
+    # The protocol the rerun followed is part of its comparability family, so of its comparison group.
+    assert summary.group.family == "kernelindex_harness/kernelindex/1"
+    assert manifest["protocol"]["spec"]["protocol"] == {"name": "kernelindex", "version": "1"}
     assert manifest["run"]["spec"]["rerunOf"] == {"runId": "abcdef123456", "digest": "sha256:" + "b" * 64}
     assert manifest["environment"]["spec"]["hardware"]["class"] == "cpu"
     assert manifest["environment"]["spec"]["software"]["libraries"]["torch"] == "2.13.0"

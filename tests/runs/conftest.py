@@ -235,6 +235,7 @@ WORKER_SETTINGS = {
     "RERUN_STALE_AFTER_SECONDS": "4",
     "RERUN_RESEND_AFTER_SECONDS": "3",
     "RERUN_SWEEP_SECONDS": "1",
+    "RERUN_RETRY_AFTER_SECONDS": "1",
     "RERUN_TIMEOUT_SECONDS": "20",
     "RERUN_MEMORY_MB": "1024",
     # CPU timings differ between machines and with their load (the demo's figures were measured on another
@@ -275,4 +276,5 @@ def wait_for(request: RerunRequest, states: tuple[str, ...] | None = None, secon
         if request.state in wanted:
             return
         time.sleep(0.2)
-    raise AssertionError(f"rerun #{request.pk} is still {request.state} after {seconds} s")
+    said = f": {request.verdict_reason}" if request.verdict_reason else ""
+    raise AssertionError(f"rerun #{request.pk} is still {request.state} after {seconds} s{said}")

@@ -14,8 +14,8 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 
-from runs.models import RerunRequest, Run
-from runs.reruns import RerunRefusedError, request_rerun, sweep_reruns
+from runs.models import RerunRequest, RerunWorker, Run
+from runs.reruns import RerunRefusedError, beat_worker, request_rerun, sweep_reruns
 from tests.conftest import SEED_MANIFEST, ImportRuns
 from tests.pages import visible_text
 from tests.runs.conftest import use_broker
@@ -122,9 +122,49 @@ def test_the_command_queues_on_the_hardware_asked_for(demo: Callable[[str], Run]
     out = io.StringIO()
     call_command("rerun", run.run_id, "--hardware", "nvidia-h100", stdout=out)
     rerun = RerunRequest.objects.get()
-    assert out.getvalue().strip() == f"rerun #{rerun.pk} of run {run.run_id} queued on reruns.nvidia-h100"
+    assert out.getvalue().strip() == (
+        f"run {run.run_id}: Rerun #{rerun.pk} queued on reruns.nvidia-h100. "
+        "No nvidia-h100 worker is live: it waits until one starts."
+    )
     with pytest.raises(CommandError, match="no run 'nope'"):
         call_command("rerun", "nope", stdout=io.StringIO())
+
+
+def test_an_unknown_hardware_class_is_refused_with_the_list_of_classes(
+    client: Client, moderator: User, demo: Callable[[str], Run]
+) -> None:
+    run = demo("rmsnorm-vectorised")
+    client.force_login(moderator)
+    response = client.post(f"/runs/{run.run_id}/rerun", {"hardware": "nvidia-h1OO"}, follow=True)
+    text = visible_text(response.content)
+    assert "Not queued: 'nvidia-h1OO' is not a hardware class; the classes are cpu, nvidia-gb200" in text
+    with pytest.raises(CommandError, match="'nvidia-h1OO' is not a hardware class; the classes are cpu, "):
+        call_command("rerun", run.run_id, "--hardware", "nvidia-h1OO", stdout=io.StringIO())
+    with pytest.raises(RerunRefusedError, match="the classes are"):
+        request_rerun(run, user=moderator, hardware="nvidia-h1OO")
+    assert not RerunRequest.objects.exists()
+    # Nothing waits forever in its place: a rerun on a real class is still taken.
+    client.post(f"/runs/{run.run_id}/rerun", {"hardware": "cpu"})
+    assert RerunRequest.objects.get().hardware == "cpu"
+
+
+def test_a_request_for_a_class_without_a_live_worker_says_it_will_wait(
+    client: Client, moderator: User, demo: Callable[[str], Run]
+) -> None:
+    run = demo("rmsnorm-vectorised")
+    client.force_login(moderator)
+    page = visible_text(client.get(run.get_absolute_url()).content)
+    assert "No rerun worker is live. No cpu worker is live: a rerun requested on cpu waits until one starts." in page
+    response = client.post(f"/runs/{run.run_id}/rerun", {}, follow=True)
+    assert "No cpu worker is live: it waits until one starts." in visible_text(response.content)
+    beat_worker("gpu-host@1", ["nvidia-h100"])
+    beat_worker("cpu-host@1", ["cpu"])
+    RerunWorker.objects.filter(name="gpu-host@1").update(seen_at=timezone.now() - timedelta(hours=1))
+    page = visible_text(client.get(run.get_absolute_url()).content)
+    assert "Live rerun workers: cpu (1)." in page
+    assert "No cpu worker is live" not in page
+    admin = visible_text(client.get("/admin/runs/rerunworker/").content)
+    assert "Classes with a live worker: cpu (1). A rerun requested on any other waits: nvidia-gb200" in admin
 
 
 def test_with_the_broker_down_the_request_waits_and_the_sweep_sends_it(

@@ -7,6 +7,7 @@ would), so that it can kill the worker or stop the broker without touching anyth
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 
 import pytest
@@ -14,7 +15,7 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import User
 from django.test import Client
 
-from runs.models import RerunRequest, Run
+from runs.models import RerunRequest, RerunWorker, Run
 from tests.pages import queries_for, squeezed, visible_text
 from tests.runs.conftest import RedisServer, Worker, wait_for
 
@@ -142,3 +143,41 @@ def test_hostile_solutions_fail_with_their_reason_and_the_same_worker_goes_on(
     honest.refresh_from_db()
     assert honest.state == "succeeded"
     assert worker.process is not None and worker.process.poll() is None
+
+
+def test_a_wrong_kernel_is_not_reproduced_once_fresh_inputs_confirm_it(
+    client: Client, moderator: User, demo: Callable[[str], Run], worker: Worker
+) -> None:
+    run = demo("softmax-exp2")
+    client.force_login(moderator)
+    rerun = queue_from_the_page(client, run)
+    wait_for(rerun)
+    rerun.refresh_from_db()
+    assert (rerun.state, rerun.verdict, rerun.attempts) == ("failed", "not_reproduced", 1), worker.log()[-2000:]
+    assert "confirmed on fresh inputs (INCORRECT_NUMERICAL)" in rerun.verdict_reason
+    (result,) = result_runs_of(run)
+    twin = json.loads(client.get(f"/runs/{result.run_id}.json").content)
+    assert twin["run"]["spec"]["sourceNative"]["metrics"]["confirmationStatus"] == "INCORRECT_NUMERICAL"
+    run.refresh_from_db()
+    assert run.evidence == "not_reproduced"
+
+
+def test_a_live_worker_beats_for_its_class_and_the_run_page_says_so(
+    client: Client, moderator: User, demo: Callable[[str], Run], worker: Worker
+) -> None:
+    run = demo("rmsnorm-vectorised")
+    client.force_login(moderator)
+    deadline = time.monotonic() + 30
+    while not RerunWorker.objects.filter(hardware="cpu").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    (beating,) = RerunWorker.objects.all()
+    assert beating.name.startswith("tests-1@")
+    assert "Live rerun workers: cpu (1)." in visible_text(client.get(run.get_absolute_url()).content)
+    first_seen = beating.seen_at
+    time.sleep(1.5)  # RERUN_HEARTBEAT_SECONDS is 0.5 in these tests
+    beating.refresh_from_db()
+    assert beating.seen_at > first_seen
+    worker.stop()  # a clean stop says so at once
+    assert not RerunWorker.objects.exists()
+    page = visible_text(client.get(run.get_absolute_url()).content)
+    assert "No cpu worker is live: a rerun requested on cpu waits until one starts." in page

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.models import RerunRequest, Run
-from runs.reruns import RerunRefusedError, may_request_rerun, request_rerun
+from runs.reruns import RerunRefusedError, may_request_rerun, queued_message, request_rerun
 
 POLL_SECONDS = 0.5
 
@@ -35,7 +35,7 @@ class Command(BaseCommand):
             )
         except RerunRefusedError as refusal:
             raise CommandError(f"run {run.run_id}: {refusal}") from None
-        self.stdout.write(f"rerun #{rerun.pk} of run {run.run_id} queued on {rerun.queue}")
+        self.stdout.write(f"run {run.run_id}: {queued_message(rerun)}")
         if options["wait"] is None:
             return
         rerun = self._wait(rerun, options["wait"])
@@ -62,8 +62,9 @@ class Command(BaseCommand):
         lines = [f"rerun #{rerun.pk}: {rerun.state}"]
         if rerun.failure_status:
             lines.append(f"failure: {rerun.failure_status}: {rerun.failure_reason}")
-        if rerun.verdict:
-            lines.append(f"verdict: {rerun.verdict_label} ({rerun.verdict_reason})")
+        if rerun.rule_version:
+            level = rerun.verdict_label or "inconclusive"
+            lines.append(f"verdict: {level} ({rerun.verdict_reason}; {rerun.rule_label})")
         if rerun.result_run is not None:
             lines.append(f"result: run {rerun.result_run.run_id}")
         rerun.run.refresh_from_db()

@@ -1,0 +1,38 @@
+"""python manage.py reevaluate [RUN_ID ...]"""
+
+from __future__ import annotations
+
+from argparse import ArgumentParser
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from records.rerun import RULE_VERSION
+from runs.models import Run
+from runs.reruns import reevaluate_run
+
+
+class Command(BaseCommand):
+    help = (
+        "Apply today's evidence rule (and RERUN_TOLERANCE) to the stored reruns of the runs named, or of every "
+        "rerun run; each evidence level that moves is written to the run's evidence history."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="permalink ids (default: every rerun run)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        runs = Run.objects.filter(rerun_requests__result_run__isnull=False).distinct().order_by("run_id")
+        if options["run_ids"]:
+            runs = Run.objects.filter(run_id__in=options["run_ids"]).order_by("run_id")
+            missing = set(options["run_ids"]) - set(runs.values_list("run_id", flat=True))
+            if missing:
+                raise CommandError(f"no run {', '.join(sorted(missing))}")
+        verdicts = moved = 0
+        for run in runs:
+            changed, change = reevaluate_run(run)
+            verdicts += changed
+            if change is not None:
+                moved += 1
+                self.stdout.write(f"run {run.run_id}: {change.previous} → {change.evidence} (rerun #{change.rerun_id})")
+        self.stdout.write(f"rule {RULE_VERSION}: {verdicts} verdict(s) changed, {moved} evidence level(s) moved")

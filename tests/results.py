@@ -1,0 +1,51 @@
+"""Harness results as `python -m harness run` writes them (harness/results.py), for tests of the rule and the worker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def harness_result(
+    status: str = "PASSED", median: float = 1000.0, interval: tuple[float, float] = (990, 1010)
+) -> dict[str, Any]:
+    latency = {
+        "median_ns": median,
+        "mean_ns": median,
+        "min_ns": median * 0.9,
+        "max_ns": median * 1.2,
+        "stdev_ns": 5.0,
+        "ci95_ns": list(interval),
+        "n": 50,
+    }
+    return {
+        "status": status,
+        "reason": "" if status == "PASSED" else "case 1: max abs error 0.01 at [0, 3]",
+        "latency": latency if status == "PASSED" else None,
+        "cases": [
+            {
+                "uuid": "c1",
+                "status": status,
+                "reason": "" if status == "PASSED" else "case 1: max abs error 0.01 at [0, 3]",
+                "max_abs_error": 0.0,
+                "max_rel_error": 0.0,
+                "latency": latency if status == "PASSED" else None,
+            }
+        ],
+        "environment": {
+            "hardware": {"vendor": "intel", "product": "Intel Xeon", "class": "cpu"},
+            "libraries": {"torch": "2.13.0"},
+        },
+        "harness": {"name": "kernelindex-harness", "version": "1.0", "digest": "sha256:" + "a" * 64},
+        "protocol": {"warmup": 10, "iterations": 50, "timer": "perf_counter_ns", "l2_flush": "none (cpu)"},
+    }
+
+
+def speedup_result(speedups: list[tuple[float, float, float]], drift: float = 1.0) -> dict[str, Any]:
+    """A passing result whose cases carry the reference timed interleaved: (median, low, high) speedups."""
+    passed = harness_result()
+    case = passed["cases"][0]
+    passed["cases"] = [
+        {**case, "uuid": f"c{i}", "speedup": {"median": m, "ci95": [lo, hi]}, "reference_drift": drift}
+        for i, (m, lo, hi) in enumerate(speedups)
+    ]
+    return passed

@@ -1,0 +1,152 @@
+"""What the worker does with a harness result: the verdict and its rule, retries, and the evidence it moves."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+
+from records.rerun import RULE_VERSION
+from records.sources import rerun_protocol_of
+from runs.models import EvidenceChange, RerunRequest, Run
+from runs.reruns import (
+    HarnessOutcome,
+    claim_rerun,
+    harness_command,
+    record_result,
+    request_rerun,
+    runnable_artifacts,
+    sweep_reruns,
+)
+from tests.pages import visible_text
+from tests.results import harness_result
+
+pytestmark = pytest.mark.usefixtures("memory_broker")
+
+
+def finish(request: RerunRequest, result: dict[str, Any], confirmation: str | None = None) -> RerunRequest:
+    """One attempt of the request, as a worker makes it, with this harness result."""
+    claimed = claim_rerun(request.pk, "tests:1")
+    assert claimed is not None
+    request, attempt = claimed
+    record_result(request, attempt, result, HarnessOutcome(result, "", 0.5), confirmation)
+    request.refresh_from_db()
+    return request
+
+
+def test_a_verdict_stores_its_rule_and_tolerance_and_the_page_shows_them(
+    client: Client, moderator: User, demo: Callable[[str], Run]
+) -> None:
+    run = demo("rmsnorm-vectorised")
+    # Twice as fast as reported: the claim is reproduced (rule 1 called this "not reproduced").
+    rerun = finish(request_rerun(run, user=moderator), harness_result(median=run.latency_ns / 2))
+    assert (rerun.verdict, rerun.rule_version, rerun.tolerance) == ("reproduced", RULE_VERSION, 0.10)
+    change = EvidenceChange.objects.get(run=run)
+    assert (change.evidence, change.rule_version, change.tolerance) == ("reproduced", RULE_VERSION, 0.10)
+    page = visible_text(client.get(run.get_absolute_url()).content)
+    assert f"(rule {RULE_VERSION}, tolerance ±10%)" in page
+    assert "where the source reported a speedup against the reference, the speedups are compared" in page
+    twin = client.get(f"/runs/{run.run_id}.json").json()
+    assert (twin["reruns"][0]["ruleVersion"], twin["reruns"][0]["tolerance"]) == (RULE_VERSION, 0.10)
+    assert twin["evidence"]["history"][0]["ruleVersion"] == RULE_VERSION
+
+
+def test_a_noisy_attempt_runs_again_later_and_the_last_one_stands(
+    settings: Any, client: Client, moderator: User, demo: Callable[[str], Run]
+) -> None:
+    settings.RERUN_MAX_ATTEMPTS = 2
+    run = demo("rmsnorm-vectorised")
+    noisy = harness_result(median=run.latency_ns * 1.15, interval=(run.latency_ns * 0.7, run.latency_ns * 1.6))
+    rerun = finish(request_rerun(run, user=moderator), noisy)
+    assert (rerun.state, rerun.result_run, rerun.attempts) == ("queued", None, 1)
+    assert rerun.retry_at is not None and rerun.retry_at > timezone.now()
+    assert "attempt 1 was inconclusive" in rerun.verdict_reason and "too noisy" in rerun.verdict_reason
+    assert "runs again after" in visible_text(client.get(run.get_absolute_url()).content)
+    assert sweep_reruns().resent == 0  # not before its time
+    RerunRequest.objects.filter(pk=rerun.pk).update(retry_at=timezone.now() - timedelta(seconds=1))
+    assert sweep_reruns().resent == 1
+    rerun = finish(rerun, noisy)
+    assert (rerun.state, rerun.verdict, rerun.attempts, rerun.rule_version) == ("succeeded", "", 2, RULE_VERSION)
+    assert rerun.result_run is not None
+    run.refresh_from_db()
+    assert run.evidence == "reported"  # inconclusive moves nothing
+    assert not EvidenceChange.objects.filter(run=run).exists()
+
+
+def test_a_correctness_failure_without_confirmation_is_retried_and_with_it_counts(
+    settings: Any, moderator: User, demo: Callable[[str], Run]
+) -> None:
+    run = demo("softmax-exp2")
+    wrong = harness_result("INCORRECT_NUMERICAL")
+    first = finish(request_rerun(run, user=moderator), wrong, confirmation="PASSED")
+    assert (first.state, first.verdict) == ("queued", "")
+    assert "the evaluation on fresh inputs ended PASSED" in first.verdict_reason
+    RerunRequest.objects.filter(pk=first.pk).update(retry_at=None)
+    second = finish(first, wrong, confirmation="INCORRECT_NUMERICAL")
+    assert (second.state, second.verdict) == ("failed", "not_reproduced")
+    assert "confirmed on fresh inputs" in second.verdict_reason
+    run.refresh_from_db()
+    assert run.evidence == "not_reproduced"
+
+
+def test_a_rerun_on_other_hardware_is_shown_and_moves_nothing(
+    client: Client, moderator: User, demo: Callable[[str], Run]
+) -> None:
+    run = demo("rmsnorm-row-loop")
+    rerun = finish(request_rerun(run, user=moderator, hardware="nvidia-h100"), harness_result(median=1e9))
+    assert rerun.verdict == ""
+    assert "other hardware" in rerun.verdict_reason
+    run.refresh_from_db()
+    assert run.evidence == "reported"
+    assert "shown, moves nothing" in visible_text(client.get(run.get_absolute_url()).content)
+
+
+def test_reevaluate_applies_todays_rule_and_writes_the_history(moderator: User, demo: Callable[[str], Run]) -> None:
+    run = demo("rmsnorm-vectorised")
+    # A rerun twice as fast as reported, decided under rule 1 (outside ±10 %: "not reproduced").
+    rerun = finish(request_rerun(run, user=moderator), harness_result(median=run.latency_ns / 2))
+    RerunRequest.objects.filter(pk=rerun.pk).update(verdict="not_reproduced", rule_version=None, tolerance=None)
+    EvidenceChange.objects.filter(run=run).delete()
+    Run.objects.filter(pk=run.pk).update(evidence="not_reproduced")
+    out = io.StringIO()
+    call_command("reevaluate", run.run_id, stdout=out)
+    assert f"run {run.run_id}: not_reproduced → reproduced (rerun #{rerun.pk})" in out.getvalue()
+    assert f"rule {RULE_VERSION}: 1 verdict(s) changed, 1 evidence level(s) moved" in out.getvalue()
+    rerun.refresh_from_db()
+    run.refresh_from_db()
+    assert (rerun.verdict, rerun.rule_version, run.evidence) == ("reproduced", RULE_VERSION, "reproduced")
+    (change,) = EvidenceChange.objects.filter(run=run)
+    assert (change.previous, change.evidence, change.rule_version) == ("not_reproduced", "reproduced", RULE_VERSION)
+    # Applying the same rule again changes nothing.
+    call_command("reevaluate", stdout=out)
+    assert out.getvalue().rstrip().endswith("0 verdict(s) changed, 0 evidence level(s) moved")
+    assert EvidenceChange.objects.filter(run=run).count() == 1
+
+
+def test_the_rerun_follows_the_protocol_of_the_runs_source(
+    tmp_path: Path, moderator: User, demo: Callable[[str], Run]
+) -> None:
+    assert [rerun_protocol_of(source) for source in ("sol-execbench", "flashinfer-bench", "kernelindex", "x")] == [
+        "sol-execbench",
+        "flashinfer-bench",
+        "kernelindex",
+        "kernelindex",
+    ]
+    run = demo("rmsnorm-vectorised")
+    request = request_rerun(run, user=moderator)
+    command = harness_command(request, runnable_artifacts(run), tmp_path)
+    assert command[command.index("--protocol") + 1] == "kernelindex"
+    assert command[command.index("--device") + 1] == "cpu"
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    harness_command(request, runnable_artifacts(run), fresh, fresh_inputs=True)
+    uuids = [line.split('"uuid":"')[1].split('"')[0] for line in (fresh / "workload.jsonl").read_text().splitlines()]
+    assert uuids and all(uuid.endswith("~fresh") for uuid in uuids)  # other seeds, so other random inputs
