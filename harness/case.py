@@ -34,13 +34,14 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from harness.cgroups import read_cpu_ns
 from harness.checking import compare, outputs_as_list, reference_problem
-from harness.exchange import ChannelError, LineChannel, Placement, placements
+from harness.exchange import ChannelError, LineChannel, Placement, placements, slot_bytes
 from harness.failures import failure_status, failure_text
 from harness.protocols import PROTOCOLS, Protocol
 from harness.tensors import DTYPES, InputError, build_inputs, changed_input, clone
@@ -48,18 +49,18 @@ from harness.timing import time_reference
 
 # The share of timed calls whose outputs are checked, drawn after each call.
 CHECKED_SHARE = 0.25
-# Calibration calls per case, before the solution is loaded.
-CALIBRATION_CALLS = 7
+# Calibration blocks per case, before the solution is loaded.
+CALIBRATION_BLOCKS = 5
 # Interleaved blocks of timed calls (solution, then reference), at most.
 TIMING_BLOCKS = 5
-# CPU time the kernel may spend per call beyond `cpus` x its reported time: this many times the
-# calibrated cost of an empty call, plus a fixed margin for the accounting itself.
+# CPU time the kernel may spend per block beyond `cpus` x its reported time: this many times the
+# calibrated cost of a block of empty calls, plus a fixed margin for the accounting itself.
 OVERHEAD_FACTOR = 2.0
-OVERHEAD_MARGIN_NS = 25_000
+OVERHEAD_MARGIN_NS = 100_000
 # After the timed calls: a pause for spinning runtimes to settle, then a window in which the kernel's
 # process, blocked on its pipe, may use this much CPU at most.
 IDLE_SETTLE_S, IDLE_WINDOW_S, IDLE_CPU_NS = 0.02, 0.05, 10_000_000
-# On CUDA: the judge's wall time per call beyond the reported GPU time, in multiples of an empty call's, plus this.
+# On CUDA: the judge's wall time per block beyond the reported GPU time, in multiples of an empty block's, plus this.
 WALL_FACTOR, WALL_MARGIN_NS = 4.0, 1_000_000
 
 _secret = random.SystemRandom()
@@ -79,15 +80,27 @@ class KernelFault(Exception):  # noqa: N818 (a fault, not an error of the harnes
 
 @dataclass
 class Call:
-    """What one call of the kernel gave: its reported time, the judge's measures of it, the outputs as found."""
+    """What one call of the kernel gave: its reported time and the outputs as found in the exchange."""
 
+    inputs: dict[str, Any]
     reported_ns: float
-    cpu_ns: int | None
-    wall_ns: int
     outputs: list[Any]
     # Why the outputs cannot be compared (a count, shape or dtype off), as a verdict, else None.
     mismatch: tuple[str, str] | None = None
     changed_input: str | None = None
+
+
+@dataclass
+class Block:
+    """Calls run back to back in one request, with the judge's own measures of the whole block."""
+
+    calls: list[Call]
+    cpu_ns: int | None
+    wall_ns: int
+
+    @property
+    def reported_ns(self) -> float:
+        return sum(call.reported_ns for call in self.calls)
 
 
 @dataclass
@@ -98,7 +111,6 @@ class KernelLink:
     dps: bool
     sequence: int = 0
     slot: int = 0
-    slots_used: dict[str, int] = field(default_factory=dict)
 
     def load(self) -> list[str] | None:
         reply = self._request({"op": "load"})
@@ -106,10 +118,8 @@ class KernelLink:
         if error is None:
             return None
         if isinstance(error, list) and len(error) == 2 and all(isinstance(part, str) for part in error):
-            return [
-                error[0] if error[0] in ("COMPILE_ERROR", "RUNTIME_ERROR", "OUT_OF_MEMORY") else "COMPILE_ERROR",
-                error[1],
-            ]
+            status = error[0] if error[0] in ("COMPILE_ERROR", "RUNTIME_ERROR", "OUT_OF_MEMORY") else "COMPILE_ERROR"
+            return [status, error[1][:4000]]
         return ["REWARD_HACK", "the kernel's process answered the load with something that is not a reply"]
 
     def exit(self) -> None:
@@ -117,53 +127,84 @@ class KernelLink:
             self.channel.send({"op": "exit"})
 
     def cpu_ns(self) -> int | None:
-        from harness.cgroups import read_cpu_ns
-
         return None if self.cpu_meter is None else read_cpu_ns(self.cpu_meter)
 
-    def call(self, case: Mapping[str, Any], inputs: Mapping[str, Any], *, empty: bool = False) -> Call:
-        """Write the inputs into the next slot, reset its outputs, call, and read back what the kernel left."""
-        self.slot = (self.slot + 1) % 2
+    def slots(self, case: Mapping[str, Any]) -> int:
+        return max(len(self.exchange) // slot_bytes(case), 1)
+
+    def block(self, case: Mapping[str, Any], input_sets: Sequence[Mapping[str, Any]], *, empty: bool = False) -> Block:
+        """Write each call's inputs into the next slots, reset their outputs, run them, and read back what was left."""
+        if len(input_sets) >= self.slots(case):
+            raise ValueError("a block of more calls than the exchange has slots for, less one")
+        requests, prepared = [], []
+        for inputs in input_sets:
+            self.slot = (self.slot + 1) % self.slots(case)
+            request, originals, places = self._place(case, inputs, self.slot)
+            requests.append(request)
+            prepared.append((inputs, originals, places))
+        cpu_before, wall_before = self.cpu_ns(), time.perf_counter_ns()
+        reply = self._request({"op": "calls", "calls": requests, "empty": empty})
+        wall = time.perf_counter_ns() - wall_before
+        cpu_after = self.cpu_ns()
+        results = reply.get("results")
+        if not isinstance(results, list) or not 0 < len(results) <= len(requests):
+            raise KernelFault("REWARD_HACK", "the kernel's process replied to its calls with something else")
+        calls = [self._read(case, result, *setup) for result, setup in zip(results, prepared, strict=False)]
+        if len(calls) < len(requests):
+            raise KernelFault("REWARD_HACK", "the kernel's process answered fewer calls than it was given")
+        cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
+        return Block(calls=calls, cpu_ns=cpu, wall_ns=wall)
+
+    def _place(
+        self, case: Mapping[str, Any], inputs: Mapping[str, Any], slot: int
+    ) -> tuple[dict[str, Any], dict[str, torch.Tensor], tuple[dict[str, Placement], list[Placement]]]:
         tensor_names = [name for name, value in inputs.items() if isinstance(value, torch.Tensor)]
-        input_places, output_places = placements(case, self.slot, tensor_names)
+        input_places, output_places = placements(case, slot, tensor_names)
+        places = dict(zip(tensor_names, input_places, strict=True))
         originals = {}
-        for name, place in zip(tensor_names, input_places, strict=True):
+        for name, place in places.items():
             originals[name] = inputs[name].detach().to("cpu")
             self._view(place).copy_(originals[name].reshape(place.shape))
         for place in output_places:
             _reset(self._view(place))
-        places = dict(zip(tensor_names, input_places, strict=True))
         arguments = [
             {"offset": places[name].offset, "shape": places[name].shape, "dtype": places[name].dtype}
             if name in places
             else {"value": value}
             for name, value in inputs.items()
         ]
-        outs = [[p.offset, p.shape, p.dtype, p.nbytes] for p in output_places]
-        cpu_before, wall_before = self.cpu_ns(), time.perf_counter_ns()
-        reply = self._request({"op": "call", "args": arguments, "outs": outs, "empty": empty})
-        wall = time.perf_counter_ns() - wall_before
-        cpu_after = self.cpu_ns()
+        request = {"args": arguments, "outs": [[p.offset, p.shape, p.dtype, p.nbytes] for p in output_places]}
+        return request, originals, (places, output_places)
+
+    def _read(
+        self,
+        case: Mapping[str, Any],
+        result: Any,
+        inputs: Mapping[str, Any],
+        originals: Mapping[str, torch.Tensor],
+        places: tuple[dict[str, Placement], list[Placement]],
+    ) -> Call:
+        input_places, output_places = places
         # Copied out at once: what the kernel writes into the exchange later changes nothing.
         found = [self._view(place).clone() for place in output_places]
-        views = {name: self._view(place) for name, place in zip(tensor_names, input_places, strict=True)}
-        error = reply.get("error")
-        if error is not None:
-            raise _fault_from(error)
-        reported = reply.get("ns")
+        views = {name: self._view(place) for name, place in input_places.items()}
+        if not isinstance(result, dict):
+            raise KernelFault("REWARD_HACK", "the kernel's process replied to a call with something else")
+        if result.get("error") is not None:
+            raise _fault_from(result["error"])
+        reported = result.get("ns")
         if not isinstance(reported, (int, float)) or isinstance(reported, bool) or not 0 <= reported < 1e15:
             raise KernelFault(
                 "REWARD_HACK", f"the kernel's process reported a time that is not one: {str(reported)[:80]}"
             )
         call = Call(
+            inputs=dict(inputs),
             reported_ns=float(reported),
-            cpu_ns=None if cpu_before is None or cpu_after is None else cpu_after - cpu_before,
-            wall_ns=wall,
             outputs=found,
             changed_input=changed_input(originals, views),
         )
         if not self.dps:
-            call.mismatch = _returned_mismatch(reply, case, output_places)
+            call.mismatch = _returned_mismatch(result, case, output_places)
         return call
 
     def _request(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -181,7 +222,7 @@ class KernelLink:
 
     def _view(self, place: Placement) -> torch.Tensor:
         dtype = DTYPES[place.dtype]
-        count = place.nbytes // max(DTYPES[place.dtype].itemsize, 1)
+        count = place.nbytes // max(dtype.itemsize, 1)
         if count == 0:
             return torch.empty(place.shape, dtype=dtype)
         return torch.frombuffer(self.exchange, dtype=dtype, count=count, offset=place.offset).view(place.shape)
@@ -236,19 +277,26 @@ def _reset(view: torch.Tensor) -> None:
         view.fill_(torch.iinfo(view.dtype).max)
 
 
-def calibrate(kernel: KernelLink, case: Mapping[str, Any]) -> dict[str, float]:
-    """The harness's own cost of one call of this case, CPU and wall, as medians over empty calls."""
+def block_size(kernel: KernelLink, case: Mapping[str, Any], iterations: int) -> int:
+    """Calls per request while timing: a block of the interleaving, as many as the exchange has slots for."""
+    return max(min(-(-iterations // TIMING_BLOCKS), kernel.slots(case) - 1), 1)
+
+
+def calibrate(kernel: KernelLink, case: Mapping[str, Any], iterations: int) -> dict[str, float]:
+    """The harness's own cost of one block of this case, CPU and wall, as medians over blocks of empty calls."""
     inputs = {
         name: spec["value"]
         if spec["source"] == "scalar"
         else torch.zeros(spec["shape"] or [], dtype=DTYPES[spec["dtype"]])
         for name, spec in case["inputs"].items()
     }
-    calls = [kernel.call(case, inputs, empty=True) for _ in range(CALIBRATION_CALLS)]
-    cpu = [call.cpu_ns for call in calls if call.cpu_ns is not None]
+    size = block_size(kernel, case, iterations)
+    blocks = [kernel.block(case, [inputs] * size, empty=True) for _ in range(CALIBRATION_BLOCKS)]
+    cpu = [block.cpu_ns for block in blocks if block.cpu_ns is not None]
     return {
         "cpu_ns": statistics.median(cpu) if cpu else 0.0,
-        "wall_ns": statistics.median(call.wall_ns for call in calls),
+        "wall_ns": statistics.median(block.wall_ns for block in blocks),
+        "calls": size,
     }
 
 
@@ -324,12 +372,11 @@ class CaseJudge:
     def _rule(self) -> dict[str, Any]:
         return {"rule": self.protocol.correctness} if self.protocol else {}
 
-    def _checked_call(self, seed: int, where: str) -> Call:
+    def _checked_call(self, seed: int, where: str) -> None:
         inputs = self._inputs(seed)
         expected = self._expected(inputs)
-        call = self.kernel.call(self.case, inputs)
+        (call,) = self.kernel.block(self.case, [inputs]).calls
         self._check(call, expected, where)
-        return call
 
     def _check(self, call: Call, expected: list[Any], where: str) -> None:
         if call.changed_input:
@@ -351,88 +398,74 @@ class CaseJudge:
 
     def _timed(self) -> dict[str, Any]:
         warmup, iterations = self.job["warmup"], self.job["iterations"]
-        for _ in range(warmup):
-            self._unchecked_call()
-        for _ in range(warmup):
-            self._time_reference()
-        blocks = _blocks(iterations, min(TIMING_BLOCKS, iterations))
-        calls: list[Call] = []
+        size = int(self.overhead["calls"])
+        for count in _blocks(warmup, -(-warmup // size)) if warmup else []:
+            self._block(count, "a warm-up call", check_share=0.0)
+        if warmup:
+            self._time_references(warmup)
+        blocks: list[Block] = []
         reference_blocks: list[list[float]] = []
-        checked = 0
-        for size in blocks:
-            for _ in range(size):
-                last = len(calls) == iterations - 1
-                check = _secret.random() < CHECKED_SHARE or (last and checked == 0)
-                calls.append(self._timed_call(check, len(calls) + 1))
-                checked += check
-            reference_blocks.append([self._time_reference() for _ in range(size)])
-        self._check_clock(calls)
+        for count in _blocks(iterations, -(-iterations // size)):
+            blocks.append(self._block(count, "timed call", check_share=CHECKED_SHARE, first=len(blocks) * size))
+            reference_blocks.append(self._time_references(count))
+        self._check_clock(blocks)
         result = self._result("PASSED", None)
-        result["samples"] = [call.reported_ns for call in calls]
+        result["samples"] = [call.reported_ns for block in blocks for call in block.calls]
         result["reference_samples"] = [sample for block in reference_blocks for sample in block]
         if len(reference_blocks) > 1:
-            first, last_block = statistics.median(reference_blocks[0]), statistics.median(reference_blocks[-1])
-            result["reference_drift"] = last_block / first if first > 0 else None
+            first, last = statistics.median(reference_blocks[0]), statistics.median(reference_blocks[-1])
+            result["reference_drift"] = last / first if first > 0 else None
         return result
 
-    def _unchecked_call(self) -> Call:
-        inputs = self._inputs(_secret.getrandbits(63))
-        call = self.kernel.call(self.case, inputs)
-        if call.changed_input:
-            where = "a warm-up call, while being timed: "
-            raise _CaseFailed("REWARD_HACK", f"{where}the solution wrote into its inputs: {call.changed_input}")
-        return call
+    def _block(self, count: int, what: str, *, check_share: float, first: int = 0) -> Block:
+        """A block of calls on fresh inputs; after it, each call's outputs checked with probability `check_share`."""
+        input_sets = [self._inputs(_secret.getrandbits(63)) for _ in range(count)]
+        block = self.kernel.block(self.case, input_sets)
+        for number, call in enumerate(block.calls, start=first + 1):
+            where = f"{what} {number}, while being timed: "
+            # Drawn after the calls returned: the kernel's process cannot know which of its calls are checked.
+            if _secret.random() < check_share:
+                self._check(call, self._expected(call.inputs), where)
+            elif call.changed_input:
+                raise _CaseFailed("REWARD_HACK", f"{where}the solution wrote into its inputs: {call.changed_input}")
+            elif call.mismatch:
+                raise _CaseFailed(call.mismatch[0], where + call.mismatch[1])
+        return block
 
-    def _timed_call(self, check: bool, number: int) -> Call:
-        inputs = self._inputs(_secret.getrandbits(63))
-        # Drawn before the call, used after it: the kernel's process cannot see it either way.
-        expected = self._expected(inputs) if check else None
-        call = self.kernel.call(self.case, inputs)
-        where = f"timed call {number}, while being timed: "
-        if expected is not None:
-            self._check(call, expected, where)
-        elif call.changed_input:
-            raise _CaseFailed("REWARD_HACK", f"{where}the solution wrote into its inputs: {call.changed_input}")
-        elif call.mismatch:
-            raise _CaseFailed(call.mismatch[0], where + call.mismatch[1])
-        return call
-
-    def _time_reference(self) -> float:
-        inputs = self._inputs(_secret.getrandbits(63))
-        arguments = [clone(v) for v in inputs.values()]
+    def _time_references(self, count: int) -> list[float]:
+        """The reference timed as the kernel is: every call's inputs built first, then the calls back to back."""
+        argument_sets = [list(self._inputs(_secret.getrandbits(63)).values()) for _ in range(count)]
         try:
-            return time_reference(self.reference_run, arguments, self.device)
+            return [time_reference(self.reference_run, arguments, self.device) for arguments in argument_sets]
         except Exception as error:
-            raise _CaseFailed(
-                failure_status(error, "INVALID_REFERENCE"), "timing the reference: " + failure_text(error)
-            ) from None
+            reason = "timing the reference: " + failure_text(error)
+            raise _CaseFailed(failure_status(error, "INVALID_REFERENCE"), reason) from None
 
-    def _check_clock(self, calls: Sequence[Call]) -> None:
+    def _check_clock(self, blocks: Sequence[Block]) -> None:
+        """The kernel's reported times against the judge's measures of each block (see the module's doc)."""
         cpus = max(int(self.job.get("cpus") or 1), 1)
+        reported = sum(block.reported_ns for block in blocks)
         if self.device.startswith("cuda"):
-            excess = statistics.median(call.wall_ns - call.reported_ns for call in calls)
-            allowed = WALL_FACTOR * self.overhead["wall_ns"] + WALL_MARGIN_NS
-            if excess > allowed:
-                raise _CaseFailed(
-                    "REWARD_HACK",
-                    f"the kernel's process reported {_us(statistics.median(c.reported_ns for c in calls))} per call, "
-                    f"{_us(excess)} less than the judge's clock saw (more than the harness's own {_us(allowed)})",
-                )
-            return
-        measured = [call for call in calls if call.cpu_ns is not None]
-        if not measured:
-            return
-        excess = statistics.median(call.cpu_ns - cpus * call.reported_ns for call in measured)  # type: ignore[operator]
-        allowed = OVERHEAD_FACTOR * self.overhead["cpu_ns"] + OVERHEAD_MARGIN_NS
+            excess = sum(block.wall_ns for block in blocks) - reported
+            allowed = len(blocks) * (WALL_FACTOR * self.overhead["wall_ns"] + WALL_MARGIN_NS)
+            spent, measure = sum(block.wall_ns for block in blocks), "the judge's clock saw"
+        else:
+            if any(block.cpu_ns is None for block in blocks):
+                return
+            spent = sum(block.cpu_ns or 0 for block in blocks)
+            excess = spent - cpus * reported
+            allowed = len(blocks) * (OVERHEAD_FACTOR * self.overhead["cpu_ns"] + OVERHEAD_MARGIN_NS)
+            measure = f"its processes used of CPU on {cpus} CPU(s)"
         if excess > allowed:
-            cpu = statistics.median(call.cpu_ns for call in measured)  # type: ignore[type-var]
-            reported = statistics.median(call.reported_ns for call in measured)
+            calls = sum(len(block.calls) for block in blocks)
             raise _CaseFailed(
                 "REWARD_HACK",
-                f"the kernel's process used {_us(cpu)} of CPU per timed call on {cpus} CPU(s) but reported "
-                f"{_us(reported)}: a time it did not spend (the harness's own cost is {_us(self.overhead['cpu_ns'])})",
+                f"the kernel's process reported {_us(reported / calls)} per timed call, but {measure} "
+                f"{_us(spent / calls)} per call: a time it did not spend (beyond the harness's own cost, "
+                f"{_us(allowed / calls)} per call)",
             )
-        self._check_idle()
+        if not self.device.startswith("cuda"):
+            self._check_idle()
 
     def _check_idle(self) -> None:
         time.sleep(IDLE_SETTLE_S)

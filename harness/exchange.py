@@ -1,11 +1,11 @@
 """What passes between the judge and the kernel's process: tensors in shared memory, calls and replies on pipes.
 
 The parent makes one memfd, sealed against shrinking and growing (so neither
-side can make the other's mapping fault), sized for two slots of the largest
-case: every tensor of a call, inputs then outputs, 64-byte aligned. The judge
-writes a call's inputs into a slot, fills its outputs with a pattern no
-correct kernel leaves, and sends the call; consecutive calls use alternate
-slots, so a kernel never finds its inputs where the previous call had them.
+side can make the other's mapping fault), sized for several slots of the
+largest case: every tensor of a call, inputs then outputs, 64-byte aligned.
+The judge writes each call's inputs into a slot, fills its outputs with a
+pattern no correct kernel leaves, and sends a block of calls; slots are used
+in turn, so a kernel never finds its inputs where the previous call had them.
 
 Calls and replies are JSON lines on a pipe each way. The judge reads a reply
 of at most `MAX_REPLY_BYTES`; anything else on the pipe is the kernel's
@@ -18,13 +18,17 @@ dtypes are spelled out here.
 from __future__ import annotations
 
 import json
+import mmap
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 ALIGNMENT = 64
-SLOTS = 2
+# Slots: at least two (consecutive calls never share addresses), and up to one block of calls plus one, within
+# a budget (a block of large tensors runs in fewer calls per request instead).
+MIN_SLOTS, MAX_SLOTS = 2, 17
+EXCHANGE_BUDGET = 256 * 2**20
 MAX_REPLY_BYTES = 64 * 1024
 # Bytes per element, by the formats' dtype names (a float4_e2m1fn_x2 element is a packed pair).
 DTYPE_BYTES = {
@@ -82,7 +86,8 @@ def slot_bytes(case: Mapping[str, Any]) -> int:
 
 
 def exchange_bytes(cases: Sequence[Mapping[str, Any]]) -> int:
-    return SLOTS * max([slot_bytes(case) for case in cases] + [ALIGNMENT])
+    largest = max([slot_bytes(case) for case in cases] + [ALIGNMENT])
+    return largest * min(max(EXCHANGE_BUDGET // largest, MIN_SLOTS), MAX_SLOTS)
 
 
 def placements(
@@ -99,6 +104,12 @@ def placements(
         outputs.append(Placement(offset, list(spec["shape"] or []), spec["dtype"]))
         offset += _aligned(max(outputs[-1].nbytes, 1))
     return inputs, outputs
+
+
+def map_exchange(descriptor: int) -> mmap.mmap:
+    """The exchange, mapped with every page in place: a slot's first use would otherwise pay its page faults
+    inside the kernel's timed call."""
+    return mmap.mmap(descriptor, 0, flags=mmap.MAP_SHARED | mmap.MAP_POPULATE)
 
 
 class LineChannel:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import mmap
 import os
 import sys
 import warnings
@@ -24,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from harness.exchange import ChannelError, LineChannel
+from harness.exchange import ChannelError, LineChannel, map_exchange
 from harness.failures import failure_text
 
 UNPRIVILEGED_ID = 65534
@@ -80,12 +79,12 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
     except BaseException as error:
         reporter.send("fatal", status="INVALID_REFERENCE", reason="the reference did not load: " + failure_text(error))
         return
-    exchange = mmap.mmap(descriptors["exchange"], 0)
+    exchange = map_exchange(descriptors["exchange"])
     channel = LineChannel(descriptors["replies"], descriptors["calls"])
     kernel = KernelLink(channel, exchange, descriptors.get("cpu_meter"), bool(job["solution"]["dps"]))
     try:
         # Before the solution is loaded, the harness's own cost per call, which nothing of the solution's inflates.
-        overheads = {case["uuid"]: calibrate(kernel, case) for case in job["cases"]}
+        overheads = {case["uuid"]: calibrate(kernel, case, job["iterations"]) for case in job["cases"]}
         error = kernel.load()
     except ChannelError as broken:
         reporter.send("fatal", status="RUNTIME_ERROR", reason=f"the kernel's process failed to start: {broken}")

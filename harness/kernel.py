@@ -2,9 +2,11 @@
 
 It runs in a sandbox of its own and knows nothing of the evaluation but the
 solution: no seeds, no reference, no tolerance, no channel to the parent. It
-answers the judge's calls one at a time: take the inputs from the exchange,
-call the solution (or, to calibrate, an empty function) with its own clock
-around the call, leave the outputs in the exchange, and reply with the time.
+answers the judge's requests, each a block of calls run back to back (so the
+harness's own cost per call is a loop step, not a round trip): for each, take
+the inputs from the exchange, call the solution (or, to calibrate, an empty
+function) with its own clock around the call, leave the outputs in the
+exchange; then reply with the times.
 
 Nothing here is trusted. A solution can patch this module, the clock, or
 write replies itself; the judge checks the outputs it finds in the exchange
@@ -26,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.exchange import DTYPE_BYTES, ChannelError, LineChannel
+from harness.exchange import DTYPE_BYTES, ChannelError, LineChannel, map_exchange
 from harness.failures import failure_status, failure_text
 
 UNPRIVILEGED_ID = 65534
@@ -44,7 +46,7 @@ def main(argv: list[str]) -> int:
     os.dup2(2, 1)
     os.chdir(scratch)
     channel = LineChannel(calls_fd, replies_fd)
-    exchange = mmap.mmap(exchange_fd, 0)
+    exchange = map_exchange(exchange_fd)
     try:
         serve(config, scratch, channel, exchange)
     except ChannelError:
@@ -70,9 +72,14 @@ def serve(config: Mapping[str, Any], scratch: Path, channel: LineChannel, exchan
         if operation == "load":
             solution, error = _load(config, device, scratch)
             channel.send({"seq": request.get("seq"), "error": error})
-        elif operation == "call":
+        elif operation == "calls":
             function = caller.empty if request.get("empty") or solution is None else solution
-            channel.send({"seq": request.get("seq"), **caller.call(function, request)})
+            results = []
+            for call in request["calls"]:
+                results.append(caller.call(function, call))
+                if "error" in results[-1]:
+                    break
+            channel.send({"seq": request.get("seq"), "results": results})
 
 
 def _load(config: Mapping[str, Any], device: str, scratch: Path) -> tuple[Callable[..., Any] | None, Any]:
