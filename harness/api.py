@@ -183,6 +183,9 @@ def _run(
 def assemble(inputs: Inputs, outcome: Outcome, device: str, protocol: str, setup: tuple[int, int]) -> EvaluationResult:
     cases = _case_results(inputs, outcome)
     status, reason = _overall(cases, outcome)
+    if outcome.limit_hit and status != "PASSED" and outcome.limit_hit[1] not in (reason or ""):
+        # Named wherever it shows: a limit is often hit on the way to another failure (a fork that failed).
+        reason = f"{reason} ({outcome.limit_hit[1]})" if reason else outcome.limit_hit[1]
     all_passed = all(case.status == "PASSED" for case in cases)
     cuda = device.startswith("cuda")
     known = PROTOCOLS.get(protocol)

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from harness.exchange import ChannelError, LineChannel, map_exchange
+from harness.exchange import LineChannel, map_exchange
 from harness.failures import failure_text
 
 UNPRIVILEGED_ID = 65534
@@ -62,7 +62,7 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     import torch
 
-    from harness.case import CaseJudge, KernelLink, calibrate
+    from harness.case import CaseJudge, KernelFault, KernelLink, calibrate
     from harness.loading import load_reference
 
     device = job["device"]
@@ -85,12 +85,12 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
     try:
         # Before the solution is loaded, the harness's own cost per call, which nothing of the solution's inflates.
         overheads = {case["uuid"]: calibrate(kernel, case, job["iterations"]) for case in job["cases"]}
-        error = kernel.load()
-    except ChannelError as broken:
-        reporter.send("fatal", status="RUNTIME_ERROR", reason=f"the kernel's process failed to start: {broken}")
+        failed = kernel.load()
+    except KernelFault as fault:
+        reporter.send("fatal", status=fault.status, reason=f"loading the solution: {fault.reason}")
         return
-    if error is not None:
-        reporter.send("fatal", status=error[0], reason=error[1])
+    if failed is not None:
+        reporter.send("fatal", status=failed[0], reason=failed[1])
         return
     for case in job["cases"]:
         reporter.send("start", uuid=case["uuid"])

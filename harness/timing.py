@@ -31,12 +31,12 @@ def time_reference(function: Callable[..., Any], arguments: Sequence[Any], devic
     _flush_buffers[target].zero_()
     begin = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
     end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-    begin.record()  # type: ignore[no-untyped-call]
+    begin.record()
     function(*arguments)
-    end.record()  # type: ignore[no-untyped-call]
+    end.record()
     torch.cuda.synchronize(target)
     # elapsed_time is in milliseconds.
-    return float(begin.elapsed_time(end)) * 1e6  # type: ignore[no-untyped-call]
+    return float(begin.elapsed_time(end)) * 1e6
 
 
 def l2_flush_buffer(device: torch.device) -> torch.Tensor:
