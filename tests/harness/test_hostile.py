@@ -1,0 +1,138 @@
+"""Hostile solutions: each attack in tests/harness/hostile/, turned into an rmsnorm solution, must fail.
+
+A rerun's verdict moves a run's evidence level, so a kernel must never write its
+own verdict. Each attack runs through `evaluate` in the real sandbox on the demo's
+rmsnorm definition, with two small cases, and must end in a failure of the
+kernel (never PASSED, never blamed on the reference) with a reason, within its
+time limit; then the same process evaluates the honest kernel and gets PASSED.
+Two attacks may pass instead, if they gain nothing: their median may not be
+below the honest kernel's (see hostile/README.md).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness import evaluate
+from harness.results import EvaluationResult
+from tests.harness.conftest import write_solution
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+DEFINITION = ROOT / "demo" / "definitions" / "rmsnorm_h2048"
+HONEST = ROOT / "demo" / "solutions" / "rmsnorm_h2048" / "rmsnorm-vectorised" / "solution.json"
+HOSTILE = Path(__file__).resolve().parent / "hostile"
+REACH = "hostile_reach.py"
+WARMUP, ITERATIONS, MEMORY_MB = 2, 10, 1024
+# fill_disk.py writes up to 1 GiB: four times this.
+SCRATCH_MB = 256
+# Past its timeout, an evaluation may still take this long to kill the sandbox and drain its pipes.
+KILL_MARGIN_SECONDS = 20
+# "Gains nothing": a median at least this share of the honest kernel's, measured the same way just after.
+NOISE = 0.75
+
+
+@dataclass(frozen=True)
+class Attack:
+    file: str
+    dps: bool = True
+    timeout: float = 60
+    may_pass_without_gain: bool = False
+
+
+ATTACKS = {
+    "forged result lines": Attack("forged_lines.py", dps=False),
+    "sample flood": Attack("sample_flood.py"),
+    "line flood": Attack("line_flood.py"),
+    "patched reporter": Attack("patch_reporter.py"),
+    "patched comparator": Attack("patch_comparator.py"),
+    "patched timer": Attack("patch_timer.py"),
+    "patched Tensor.__le__": Attack("patch_tensor_compare.py"),
+    "replaced clocks and their saved copies": Attack("fake_clocks.py"),
+    "expected read from the judge's frames": Attack("frame_reading.py"),
+    "a subclass named Tensor": Attack("tensor_subclass.py", dps=False),
+    "memoising on data_ptr": Attack("memo_data_ptr.py", dps=False),
+    "filling a destination once": Attack("fill_output_once.py"),
+    "spinning to a figure": Attack("spin_to_figure.py", dps=False),
+    "detecting the timing loop": Attack("stack_detection.py"),
+    "precomputing at import": Attack("precompute_at_import.py", may_pass_without_gain=True),
+    "background thread": Attack("background_thread.py", may_pass_without_gain=True),
+    "poisoned reference": Attack("poison_reference.py"),
+    "memory through memfd": Attack("memfd_memory.py"),
+    "memory through tmpfs in a user namespace": Attack("userns_tmpfs.py"),
+    "filling the disk": Attack("fill_disk.py"),
+    "process bomb": Attack("process_bomb.py"),
+    "thread bomb": Attack("thread_bomb.py"),
+}
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    # On two shared cores, torch's second thread makes CPU medians jump by 100x at random; the medians
+    # compared here must come from the kernels, not the scheduler. The harness passes this through.
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+@pytest.fixture(scope="module")
+def workload(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two small cases of the demo definition, with its tolerance."""
+    first = json.loads((DEFINITION / "workload.jsonl").read_text().splitlines()[0])
+    cases = [{**first, "uuid": f"hostile-{rows}", "axes": {"batch_size": rows}} for rows in (64, 128)]
+    path = tmp_path_factory.mktemp("workload") / "workload.jsonl"
+    path.write_text("".join(json.dumps(case) + "\n" for case in cases))
+    return path
+
+
+def hostile_solution(folder: Path, attack: Attack) -> Path:
+    return write_solution(
+        folder,
+        (HOSTILE / attack.file).read_text(),
+        definition="rmsnorm_h2048",
+        dps=attack.dps,
+        entry_point="kernel.py::run",
+        extra_sources={REACH: (HOSTILE / REACH).read_text()},
+    )
+
+
+def timed_evaluation(solution: Path, workload: Path, timeout: float) -> tuple[EvaluationResult, float]:
+    started = time.monotonic()
+    result = evaluate(
+        DEFINITION,
+        workload,
+        solution,
+        timeout=timeout,
+        warmup=WARMUP,
+        iterations=ITERATIONS,
+        memory_mb=MEMORY_MB,
+        scratch_mb=SCRATCH_MB,
+    )
+    return result, time.monotonic() - started
+
+
+def summary(result: EvaluationResult) -> str:
+    cases = ", ".join(f"{case.uuid}: {case.status}" for case in result.cases)
+    median = result.latency.median_ns if result.latency else None
+    return f"{result.status} ({result.reason}); median {median} ns; cases {cases}; log: {result.log_tail[-600:]}"
+
+
+@pytest.mark.parametrize("name", list(ATTACKS))
+def test_a_hostile_solution_fails_and_the_next_evaluation_is_honest(name: str, workload: Path, tmp_path: Path) -> None:
+    attack = ATTACKS[name]
+    result, elapsed = timed_evaluation(hostile_solution(tmp_path / "hostile", attack), workload, attack.timeout)
+    honest, _ = timed_evaluation(HONEST, workload, 60)
+
+    assert elapsed < attack.timeout + KILL_MARGIN_SECONDS, f"{name}: {elapsed:.0f} s; {summary(result)}"
+    assert honest.status == "PASSED", f"after {name}: {summary(honest)}"
+    if attack.may_pass_without_gain and result.status == "PASSED":
+        assert result.latency is not None and honest.latency is not None
+        gained = result.latency.median_ns < NOISE * honest.latency.median_ns
+        honest_ns = honest.latency.median_ns
+        assert not gained, f"{name} passed faster than the honest kernel ({honest_ns} ns): {summary(result)}"
+        return
+    # INVALID_REFERENCE would blame the reference for what the kernel did.
+    assert result.status not in ("PASSED", "INVALID_REFERENCE"), f"{name}: {summary(result)}"
+    assert result.reason, f"{name}: {summary(result)}"
