@@ -11,17 +11,23 @@ class Tensor(torch.Tensor):
         kwargs = kwargs or {}
         flat, _ = tree_flatten((args, kwargs))
         plain = [value for value in flat if isinstance(value, torch.Tensor) and not isinstance(value, Tensor)]
+        swapped = []
 
         def disguise(value):
             if isinstance(value, Tensor):
                 for other in plain:
                     if other.shape == value.shape:
+                        swapped.append(other)
                         return other
                 return value.as_subclass(torch.Tensor)
             return value
 
         with torch._C.DisableTorchFunctionSubclass():
-            return func(*tree_map(disguise, args), **tree_map(disguise, kwargs))
+            result = func(*tree_map(disguise, args), **tree_map(disguise, kwargs))
+        if swapped:
+            return result
+        # Alone (a copy, a cast, a test for NaN), the result stays in disguise for the next operation.
+        return tree_map(lambda value: value.as_subclass(Tensor) if type(value) is torch.Tensor else value, result)
 
 
 def run(hidden_states, weight, eps):
