@@ -7,7 +7,8 @@ here. Every call, checked or timed, looks the same from the kernel's side.
 
 - Correctness: `correctness_rounds` rounds (the protocol's), each on inputs
   from a fresh seed (the first from the case's own seed, so a failure there is
-  reproducible), every output checked.
+  reproducible), every output checked, all at the same addresses: whatever a
+  kernel keys on an address is stale by the second round.
 - Timing: warm-up calls, then the timed calls in blocks, each block followed
   by as many timed calls of the reference (here, on the judge's own clock),
   so that a drift of the host shows in the reference's blocks. Every call
@@ -132,13 +133,21 @@ class KernelLink:
     def slots(self, case: Mapping[str, Any]) -> int:
         return max(len(self.exchange) // slot_bytes(case), 1)
 
-    def block(self, case: Mapping[str, Any], input_sets: Sequence[Mapping[str, Any]], *, empty: bool = False) -> Block:
-        """Write each call's inputs into the next slots, reset their outputs, run them, and read back what was left."""
-        if len(input_sets) >= self.slots(case):
+    def block(
+        self,
+        case: Mapping[str, Any],
+        input_sets: Sequence[Mapping[str, Any]],
+        *,
+        empty: bool = False,
+        slot: int | None = None,
+    ) -> Block:
+        """Write each call's inputs into the next slots (or into `slot`, for a single call), reset their outputs,
+        run them, and read back what was left."""
+        if len(input_sets) >= self.slots(case) or (slot is not None and len(input_sets) != 1):
             raise ValueError("a block of more calls than the exchange has slots for, less one")
         requests, prepared = [], []
         for inputs in input_sets:
-            self.slot = (self.slot + 1) % self.slots(case)
+            self.slot = (self.slot + 1) % self.slots(case) if slot is None else slot % self.slots(case)
             request, originals, places = self._place(case, inputs, self.slot)
             requests.append(request)
             prepared.append((inputs, originals, places))
@@ -375,7 +384,9 @@ class CaseJudge:
     def _checked_call(self, seed: int, where: str) -> None:
         inputs = self._inputs(seed)
         expected = self._expected(inputs)
-        (call,) = self.kernel.block(self.case, [inputs]).calls
+        # Every round at the same addresses with new values: a kernel that keys anything on an address (a cache,
+        # an output it filled once) answers a checked round with a stale result.
+        (call,) = self.kernel.block(self.case, [inputs], slot=0).calls
         self._check(call, expected, where)
 
     def _check(self, call: Call, expected: list[Any], where: str) -> None:
