@@ -39,6 +39,11 @@ def parser() -> argparse.ArgumentParser:
         default=DEFAULT_PROTOCOL,
         help="judge as this source's own evaluator does (default: kernelindex, for native runs)",
     )
+    run.add_argument(
+        "--fresh-inputs",
+        action="store_true",
+        help="every round on inputs from a new random seed, the first too (to confirm a failure on other inputs)",
+    )
     run.add_argument("--scratch-mb", type=int, default=DEFAULT_SCRATCH_MB, help="size of the solution's scratch space")
     run.add_argument("--unsandboxed", action="store_true", help="development only: run without bubblewrap")
     return main
@@ -61,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             data_root=arguments.data_root,
             protocol=arguments.protocol,
             scratch_mb=arguments.scratch_mb,
+            fresh_inputs=arguments.fresh_inputs,
         )
     except (HarnessInputError, SandboxUnavailableError) as error:
         print(f"harness: error: {error}", file=sys.stderr)

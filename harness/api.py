@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from pydantic import ValidationError
 from harness.environment import host_environment
 from harness.errors import HarnessInputError
 from harness.exchange import exchange_bytes
-from harness.formats import load_definition, load_solution, load_workload
+from harness.formats import Solution, load_definition, load_solution, load_workload
 from harness.job import Inputs, build_job
 from harness.protocols import DEFAULT_PROTOCOL, PROTOCOL_NAMES, PROTOCOLS
 from harness.results import CaseResult, EvaluationResult, HarnessInfo, Protocol
@@ -28,6 +29,8 @@ DEFAULT_MEMORY_MB = 8192
 DEFAULT_SCRATCH_MB = 1024
 # Bounds the parent's statistics (and the judge's sample lines) whatever is asked for.
 MAX_ITERATIONS = 10_000
+# Statuses that blame the evaluation, not the kernel, until a control evaluation says otherwise.
+EVALUATION_FAULTS = frozenset({"HARNESS_ERROR", "INVALID_REFERENCE"})
 UNSANDBOXED_VARIABLE = "KERNELINDEX_HARNESS_UNSANDBOXED"
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 
@@ -47,24 +50,69 @@ def evaluate(
     data_root: Path | None = None,
     protocol: str = DEFAULT_PROTOCOL,
     scratch_mb: int = DEFAULT_SCRATCH_MB,
+    fresh_inputs: bool = False,
 ) -> EvaluationResult:
     """Evaluate a solution on every case of a workload; raises HarnessInputError for unusable arguments or files.
 
-    Warm-up and timed iterations default to the protocol's.
+    Warm-up and timed iterations default to the protocol's. The first correctness round of a case draws from
+    the case's own seed (reproducible), unless `fresh_inputs`.
     """
     setup = _timing_setup(protocol, warmup, iterations)
     _check_options(device, timeout, memory_mb, scratch_mb, *setup)
     if os.environ.get(UNSANDBOXED_VARIABLE) == "1":
         sandbox = False
     inputs = read_inputs(Path(definition), Path(workload), Path(solution), reference)
+    limits = Limits(
+        timeout=timeout,
+        memory_mb=memory_mb,
+        scratch_mb=scratch_mb,
+        cpus=allowed_cpus(),
+        device=device,
+        fresh_inputs=fresh_inputs,
+    )
+    result = _evaluate(inputs, limits, sandbox, protocol, setup, data_root)
+    if result.status in EVALUATION_FAULTS:
+        result = _attributed(
+            result, _evaluate(_reference_as_solution(inputs), limits, sandbox, protocol, setup, data_root)
+        )
+    return result
+
+
+def _evaluate(
+    inputs: Inputs, limits: Limits, sandbox: bool, protocol: str, setup: tuple[int, int], data_root: Path | None
+) -> EvaluationResult:
     root = Path(tempfile.mkdtemp(prefix="kernelindex-harness-"))
-    limits = Limits(timeout=timeout, memory_mb=memory_mb, scratch_mb=scratch_mb, cpus=allowed_cpus(), device=device)
     try:
         workspace = _workspace(root, inputs, sandbox)
         outcome = _run(workspace, inputs, limits, protocol, setup, data_root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    return assemble(inputs, outcome, device, protocol, setup)
+    return assemble(inputs, outcome, limits.device, protocol, setup)
+
+
+def _reference_as_solution(inputs: Inputs) -> Inputs:
+    """The same evaluation with the definition's reference as the solution: the control for an evaluation fault."""
+    solution = Solution.model_validate(
+        {
+            "name": f"{inputs.definition.name}-reference",
+            "definition": inputs.definition.name,
+            "spec": {"language": "python", "entry_point": "reference.py::run", "destination_passing_style": False},
+            "sources": [{"path": "reference.py", "content": inputs.reference_source}],
+        }
+    )
+    return replace(inputs, solution=solution)
+
+
+def _attributed(result: EvaluationResult, control: EvaluationResult) -> EvaluationResult:
+    """An evaluation fault is the kernel's when it does not recur with the reference as the solution."""
+    if control.status == "PASSED":
+        reason = (
+            f"the evaluation failed ({result.status}) only with this solution; with the reference as the solution "
+            f"it passed: {result.reason}"
+        )
+        return result.model_copy(update={"status": "RUNTIME_ERROR", "reason": reason})
+    reason = f"{result.reason} (it recurs with the reference as the solution: {control.status})"
+    return result.model_copy(update={"reason": reason})
 
 
 def _timing_setup(protocol: str, warmup: int | None, iterations: int | None) -> tuple[int, int]:
@@ -157,6 +205,7 @@ def _run(
         "drop_privileges": drop,
         "protocol": protocol,
         "cpus": len(limits.cpus),
+        "fresh_inputs": limits.fresh_inputs,
     }
     job, _ = build_job(inputs, options, data_root, judge_path_of)
     kernel_config = {

@@ -339,7 +339,8 @@ class CaseJudge:
     def run(self) -> dict[str, Any]:
         try:
             for round_index in range(self.rounds):
-                seed = self.case["seed"] if round_index == 0 else _secret.getrandbits(63)
+                own = round_index == 0 and not self.job.get("fresh_inputs")
+                seed = self.case["seed"] if own else _secret.getrandbits(63)
                 # The first round's inputs are the case's own, reproducible: a failure there needs no qualifier.
                 where = f"round {round_index + 1} of {self.rounds}: " if round_index else ""
                 self._checked_call(seed, where)

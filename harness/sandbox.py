@@ -116,6 +116,7 @@ class Limits:
     scratch_mb: int
     cpus: list[int]
     device: str
+    fresh_inputs: bool = False
 
 
 def bwrap_path() -> str:

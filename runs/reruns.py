@@ -298,25 +298,17 @@ def run_harness(
     return HarnessOutcome(result, log_tail, seconds)
 
 
-FRESH_INPUTS_SUFFIX = "~fresh"
-
-
 def harness_command(
     request: RerunRequest, artifacts: Artifacts, folder: Path, *, fresh_inputs: bool = False
 ) -> list[str]:
     """Write the definition, its cases and the solution in the formats the harness reads.
 
     The rerun follows the protocol of the run's source (records.sources: SourceInfo.rerun_protocol).
-    With `fresh_inputs`, every case draws other random inputs: the harness seeds a case from its
-    definition and uuid (harness.job.case_seed), so the cases go with their uuids suffixed.
+    With `fresh_inputs`, every round of every case draws other random inputs (`--fresh-inputs`).
     """
     # json.dumps, not the canonical form: the order of inputs and outputs is the order of the arguments.
     (folder / "definition.json").write_text(json.dumps(harness_definition(artifacts.workload)))
     cases = artifacts.workload["spec"].get("cases") or []
-    if fresh_inputs:
-        cases = [
-            {**case, "uuid": f"{case.get('uuid', index)}{FRESH_INPUTS_SUFFIX}"} for index, case in enumerate(cases)
-        ]
     (folder / "workload.jsonl").write_text("".join(canonical_text(case) + "\n" for case in cases))
     (folder / "solution.json").write_text(canonical_text(artifacts.implementation["spec"]["solution"]))
     command = [sys.executable, "-m", "harness", "run"]
@@ -325,6 +317,8 @@ def harness_command(
     command += ["--device", hardware_class_named(request.hardware).device]
     command += ["--protocol", rerun_protocol_of(request.run.source)]
     command += ["--timeout", str(settings.RERUN_TIMEOUT_SECONDS), "--memory-mb", str(settings.RERUN_MEMORY_MB)]
+    if fresh_inputs:
+        command.append("--fresh-inputs")
     if settings.RERUN_UNSANDBOXED:
         command.append("--unsandboxed")
     return command

@@ -73,6 +73,8 @@ def test_a_reference_that_raises_is_an_invalid_reference(tmp_path: Path) -> None
     assert result.status == "INVALID_REFERENCE"
     assert "the reference failed" in (result.cases[0].reason or "")
     assert "RuntimeError: broken" in (result.cases[0].reason or "")
+    # The evaluation's fault, not the kernel's: it recurs with the reference itself as the solution.
+    assert "it recurs with the reference as the solution" in (result.reason or "")
 
 
 def test_a_reference_that_does_not_load_is_an_invalid_reference(tmp_path: Path) -> None:

@@ -1,0 +1,33 @@
+"""The judge's own rules: reproducible first rounds, fresh inputs on request, and the control evaluation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.harness.conftest import Problem, run_harness, write_solution
+
+# Wrong only on the inputs a case's own seed gives (which anyone can compute: definition name and uuid).
+WRONG_ON_THE_CASE_SEED = """
+import hashlib
+import torch
+
+def run(x, y, out):
+    torch.add(x, y, out=out)
+    for uuid in ("case-small", "case-large"):
+        seed = int.from_bytes(hashlib.sha256(f"add_rows\\n{uuid}".encode()).digest()[:8], "big") >> 1
+        generator = torch.Generator().manual_seed(seed)
+        first = torch.randn(x.shape, generator=generator)
+        if torch.equal(first, x):
+            out.zero_()
+"""
+
+
+def test_the_first_round_uses_the_case_seed_and_fresh_inputs_leave_it(add_problem: Problem, tmp_path: Path) -> None:
+    solution = write_solution(tmp_path / "s", WRONG_ON_THE_CASE_SEED)
+
+    reproducible = run_harness(add_problem, solution)
+    fresh = run_harness(add_problem, solution, fresh_inputs=True)
+
+    assert reproducible.status == "INCORRECT_NUMERICAL"
+    assert not (reproducible.cases[0].reason or "").startswith("round")  # the first round: no qualifier
+    assert fresh.status == "PASSED", fresh.reason
