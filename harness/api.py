@@ -73,7 +73,7 @@ def evaluate(
     result = _evaluate(inputs, limits, sandbox, protocol, setup, data_root)
     if result.status in EVALUATION_FAULTS:
         result = _attributed(
-            result, _evaluate(_reference_as_solution(inputs), limits, sandbox, protocol, setup, data_root)
+            result, _evaluate(_reference_as_solution(inputs, protocol), limits, sandbox, protocol, setup, data_root)
         )
     return result
 
@@ -90,13 +90,30 @@ def _evaluate(
     return assemble(inputs, outcome, limits.device, protocol, setup)
 
 
-def _reference_as_solution(inputs: Inputs) -> Inputs:
+def _language_refused(inputs: Inputs, protocol: str) -> str | None:
+    """Why the protocol's source would not run this solution, if it would not: a language it does not take."""
+    known = PROTOCOLS.get(protocol)
+    if known is None:
+        return None
+    foreign = [name for name in inputs.solution.spec.language_names if name not in known.languages]
+    if not foreign:
+        return None
+    return (
+        f"the {protocol} protocol takes no {', '.join(foreign)} solution "
+        f"(it takes {', '.join(sorted(known.languages))})"
+    )
+
+
+def _reference_as_solution(inputs: Inputs, protocol: str) -> Inputs:
     """The same evaluation with the definition's reference as the solution: the control for an evaluation fault."""
+    known = PROTOCOLS.get(protocol)
+    # SOL-ExecBench calls a PyTorch solution "pytorch"; FlashInfer-Bench calls it "python".
+    language = "pytorch" if known is None or "pytorch" in known.languages else "python"
     solution = Solution.model_validate(
         {
             "name": f"{inputs.definition.name}-reference",
             "definition": inputs.definition.name,
-            "spec": {"language": "python", "entry_point": "reference.py::run", "destination_passing_style": False},
+            "spec": {"language": language, "entry_point": "reference.py::run", "destination_passing_style": False},
             "sources": [{"path": "reference.py", "content": inputs.reference_source}],
         }
     )
@@ -195,6 +212,9 @@ def _run(
             copied[host] = str(workspace.job_in_sandbox("judge") / "data" / name)
         return copied[host]
 
+    refused = _language_refused(inputs, protocol)
+    if refused:
+        return Outcome(fatal=("COMPILE_ERROR", refused))
     drop = workspace.sandboxed and os.geteuid() == 0
     warmup, iterations = setup
     options = {
@@ -206,6 +226,7 @@ def _run(
         "protocol": protocol,
         "cpus": len(limits.cpus),
         "fresh_inputs": limits.fresh_inputs,
+        "definition": inputs.definition.name,
     }
     job, _ = build_job(inputs, options, data_root, judge_path_of)
     kernel_config = {

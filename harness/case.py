@@ -372,15 +372,16 @@ class CaseJudge:
                 failure_status(error, "INVALID_REFERENCE"), "the reference failed: " + failure_text(error)
             ) from None
         tolerance = self.case["tolerance"]
-        problem = reference_problem(
-            expected, self.case["outputs"], bool(tolerance.get("allow_negative_inf")), **self._rule()
-        )
+        rule = {"rule": self.protocol.correctness} if self.protocol else {}
+        problem = reference_problem(expected, self.case["outputs"], bool(tolerance.get("allow_negative_inf")), **rule)
         if problem:
             raise _CaseFailed("INVALID_REFERENCE", problem)
         return expected
 
     def _rule(self) -> dict[str, Any]:
-        return {"rule": self.protocol.correctness} if self.protocol else {}
+        if self.protocol is None:
+            return {}
+        return {"rule": self.protocol.correctness, "definition_name": self.job.get("definition")}
 
     def _checked_call(self, seed: int, where: str) -> None:
         inputs = self._inputs(seed)

@@ -31,3 +31,14 @@ def test_the_first_round_uses_the_case_seed_and_fresh_inputs_leave_it(add_proble
     assert reproducible.status == "INCORRECT_NUMERICAL"
     assert not (reproducible.cases[0].reason or "").startswith("round")  # the first round: no qualifier
     assert fresh.status == "PASSED", fresh.reason
+
+
+def test_a_language_the_protocol_does_not_take_is_a_compile_error(add_problem: Problem, tmp_path: Path) -> None:
+    # FlashInfer-Bench writes "python" where SOL-ExecBench writes "pytorch".
+    solution = write_solution(tmp_path / "s", "def run(x, y, out):\n    out.copy_(x + y)\n", language="python")
+
+    result = run_harness(add_problem, solution, protocol="sol-execbench")
+
+    assert result.status == "COMPILE_ERROR"
+    assert "the sol-execbench protocol takes no python solution" in (result.reason or "")
+    assert run_harness(add_problem, solution, protocol="flashinfer-bench").status == "PASSED"
