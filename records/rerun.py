@@ -54,8 +54,10 @@ CORRECTNESS_FAILURES = frozenset({"INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INC
 TAMPERING = "REWARD_HACK"
 
 # The version of the rule below; every verdict stores it with its tolerance. Version 1 compared the
-# rerun's absolute latency with the reported one, whatever host either ran on.
-RULE_VERSION = 2
+# rerun's absolute latency with the reported one, whatever host either ran on. Version 2 called a rerun
+# whose reference drifted, or whose interval was wide, inconclusive even when the whole interval lay far
+# beyond the tolerance (a claim 20 times too fast, on a loaded machine).
+RULE_VERSION = 3
 
 EVIDENCE_RULE = (
     "The latest conclusive KernelIndex rerun on the run's own hardware class decides its evidence level "
@@ -66,8 +68,9 @@ EVIDENCE_RULE = (
     "evaluation on fresh inputs, when the kernel is slower than claimed beyond the tolerance and outside the "
     "rerun's 95 % interval, or when it tampered with its evaluation. Inconclusive when the rerun is too noisy "
     "to tell (its 95 % interval reaches further from its median than the tolerance, or the reference drifted "
-    "by more than the tolerance between interleaved blocks) or the evaluation itself failed: that moves "
-    "nothing and is retried. Reruns on other hardware are shown and move nothing; community notes never do."
+    "by more than the tolerance between interleaved blocks), unless even the fast end of its interval, moved "
+    "further by that drift, is slower than claimed beyond the tolerance; or when the evaluation itself failed: "
+    "that moves nothing and is retried. Reruns on other hardware are shown and move nothing; community notes never do."
 )
 
 
@@ -253,13 +256,25 @@ def _comparison(claim: Claim, measured: Measured, own_hardware: bool) -> _Compar
 
 def _timing_verdict(compared: _Compared, drifts: tuple[float, ...], tolerance: float) -> Verdict:
     worst_drift = max(drifts, key=lambda drift: abs(drift - 1), default=1.0)
+    slowdown = compared.slowdown
+    # The reference's drift, either way, as a factor by which the machine's speed moved during the rerun.
+    drift_margin = max(worst_drift, 1 / worst_drift) if worst_drift > 0 else math.inf
+    if slowdown.low / drift_margin > 1 + tolerance:
+        # Even the fast end of the interval, moved further by the drift, misses the claim beyond the tolerance:
+        # no noise the rerun saw can change the answer, so the noise does not make it inconclusive.
+        said = (
+            f"every case passed, but {compared.describe} is {compared.ratio_text}: slower than claimed "
+            f"beyond ±{tolerance:.0%} even at the fast end of its 95 % interval"
+        )
+        if drift_margin > 1 + tolerance:
+            said += f" allowing for the reference's {worst_drift:.2f}× drift between interleaved blocks"
+        return Verdict(NOT_REPRODUCED, said, tolerance)
     if abs(worst_drift - 1) > tolerance:
         said = (
             f"every case passed, but the reference's own latency drifted {worst_drift:.2f}× between the first "
             f"and last interleaved blocks (beyond ±{tolerance:.0%}): too noisy to tell"
         )
         return Verdict(INCONCLUSIVE, said, tolerance, retry=True)
-    slowdown = compared.slowdown
     if slowdown.high <= 1 + tolerance:
         # Even the slow end of the interval meets the claim: no noise can change the answer.
         said = (

@@ -87,6 +87,18 @@ def test_a_reference_that_drifted_between_blocks_is_inconclusive() -> None:
     assert "drifted 1.30×" in drifted.reason
 
 
+def test_a_claim_far_beyond_a_noisy_reruns_whole_interval_is_not_reproduced() -> None:
+    # rmsnorm-row-loop's shape on a loaded two-core machine: claimed 20 times its speedup, the rerun's
+    # intervals about ±20 % wide and the reference drifting 0.82× between blocks (measured, harness 0.1.0).
+    cases = [(0.16, 0.13, 0.19), (0.15, 0.12, 0.18), (0.17, 0.14, 0.2)]
+    decided = decide(Claim(None, 20 * 0.16), speedup_result(cases, drift=0.82))
+    assert decided.level == NOT_REPRODUCED
+    assert "even at the fast end of its 95 % interval" in decided.reason
+    assert "0.82× drift" in decided.reason
+    # A miss of 1.5 times, within what a 2× drift could make of it: too noisy to tell.
+    assert decide(Claim(None, 1.5 * 0.16), speedup_result(cases, drift=2.0)).level == INCONCLUSIVE
+
+
 def test_slower_beyond_the_tolerance_with_the_claim_inside_the_interval_is_inconclusive() -> None:
     assert decide(Claim(1000.0), result(median=1150, interval=(995, 1200))).level == INCONCLUSIVE
 
