@@ -224,7 +224,7 @@ def _run(
         "memory_mb": limits.memory_mb,
         "drop_privileges": drop,
         "protocol": protocol,
-        "cpus": len(limits.cpus),
+        "cpus": limits.cpus,
         "fresh_inputs": limits.fresh_inputs,
         "definition": inputs.definition.name,
     }

@@ -3,9 +3,10 @@
 The kernel charges a cgroup for everything its processes hold: resident
 memory, shared memory and tmpfs pages, memfd files. So a cgroup's memory limit
 is the one limit a solution cannot step around, its pids limit bounds process
-and thread bombs, and its CPU counter is exact, in nanoseconds, for every
-thread that ever ran in it (exited ones too). That counter is what the judge
-holds a kernel's own timings against.
+and thread bombs, its CPU quota bounds how many CPUs' time it uses at once,
+and its CPU counter is exact, in nanoseconds, for every thread that ever ran
+in it (exited ones too). Quota and counter together are what the judge holds
+a kernel's own timings against.
 
 Both layouts are supported: cgroup v1 (one hierarchy per controller, as on
 this project's hosts) and v2 (one unified hierarchy). Creating groups needs
@@ -26,7 +27,10 @@ from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PARENT_NAME = "kernelindex-harness"
-_V1_CONTROLLERS = ("memory", "pids", "cpuacct")
+_V1_CONTROLLERS = ("memory", "pids", "cpuacct", "cpu")
+# The quota's period: a burst above the quota lasts at most this long. Shorter periods (1 ms, under the
+# scheduler's 5 ms bandwidth slice) throttled an honest single-threaded matmul to half its speed.
+CPU_PERIOD_US = 10_000
 
 
 @dataclass
@@ -37,6 +41,7 @@ class Cgroup:
     version: int
     memory_mb: int | None
     pids: int
+    cpus: int | None = None
 
     def join_file_descriptors(self) -> list[int]:
         """Open `cgroup.procs` of each folder; a child writes its pid to them before it execs."""
@@ -78,27 +83,32 @@ def read_cpu_ns(meter: int) -> int:
     return int(text.split()[0])
 
 
-def create(memory_mb: int | None, pids: int) -> Cgroup | None:
-    """A new group with these limits, or None where this process may not make one."""
+def create(memory_mb: int | None, pids: int, cpus: int | None) -> Cgroup | None:
+    """A new group with these limits (`cpus`: a CPU quota, that many CPUs' time), or None where this process
+    may not make one."""
     name = "evaluation-" + uuid.uuid4().hex[:12]
     try:
         if (CGROUP_ROOT / "cgroup.controllers").exists():
-            return _create_v2(name, memory_mb, pids)
-        return _create_v1(name, memory_mb, pids)
+            return _create_v2(name, memory_mb, pids, cpus)
+        return _create_v1(name, memory_mb, pids, cpus)
     except OSError:
         return None
 
 
-def _create_v1(name: str, memory_mb: int | None, pids: int) -> Cgroup | None:
+def _create_v1(name: str, memory_mb: int | None, pids: int, cpus: int | None) -> Cgroup | None:
     if not all((CGROUP_ROOT / controller / "cgroup.procs").exists() for controller in _V1_CONTROLLERS):
         return None
     folders = {}
     for controller in _V1_CONTROLLERS:
         folder = CGROUP_ROOT / controller / PARENT_NAME / name
-        folder.mkdir(parents=True)
-        folders[controller] = folder
-    group = Cgroup(folders=folders, version=1, memory_mb=memory_mb, pids=pids)
+        # Hierarchies may be mounted together (cpu,cpuacct): one folder then serves both.
+        folder.mkdir(parents=True, exist_ok=True)
+        folders[controller] = folder.resolve()
+    group = Cgroup(folders=folders, version=1, memory_mb=memory_mb, pids=pids, cpus=cpus)
     try:
+        if cpus:
+            (folders["cpu"] / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+            (folders["cpu"] / "cpu.cfs_quota_us").write_text(str(cpus * CPU_PERIOD_US))
         if memory_mb:
             limit = str(memory_mb * 2**20)
             (folders["memory"] / "memory.limit_in_bytes").write_text(limit)
@@ -113,7 +123,7 @@ def _create_v1(name: str, memory_mb: int | None, pids: int) -> Cgroup | None:
     return group
 
 
-def _create_v2(name: str, memory_mb: int | None, pids: int) -> Cgroup | None:
+def _create_v2(name: str, memory_mb: int | None, pids: int, cpus: int | None) -> Cgroup | None:
     parent = CGROUP_ROOT / PARENT_NAME
     if not parent.exists():
         parent.mkdir()
@@ -125,8 +135,12 @@ def _create_v2(name: str, memory_mb: int | None, pids: int) -> Cgroup | None:
             (level / "cgroup.subtree_control").write_text(" ".join(wanted))
     folder = parent / name
     folder.mkdir()
-    group = Cgroup(folders={"memory": folder, "pids": folder, "cpu": folder}, version=2, memory_mb=memory_mb, pids=pids)
+    group = Cgroup(
+        folders={"memory": folder, "pids": folder, "cpu": folder}, version=2, memory_mb=memory_mb, pids=pids, cpus=cpus
+    )
     try:
+        if cpus:
+            (folder / "cpu.max").write_text(f"{cpus * CPU_PERIOD_US} {CPU_PERIOD_US}")
         if memory_mb:
             (folder / "memory.max").write_text(str(memory_mb * 2**20))
             with contextlib.suppress(FileNotFoundError):

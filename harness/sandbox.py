@@ -18,9 +18,12 @@ Limits on the kernel's process tree (harness/README.md lists what each needs):
 - a cgroup (root, or a delegated v2 subtree): memory in every form against
   `--memory-mb` (resident, shared, tmpfs, memfd), a pids limit, and its exact
   CPU time, which the judge reads through a descriptor to check its clock;
+- a CPU quota of as many CPUs as it has threads (`OMP_NUM_THREADS`, else all),
+  so that its CPU time can exceed its wall time only that many times over:
+  the judge's clock check rests on it. A quota, not pinning: a kernel pinned
+  to one CPU of a busy host waits for that CPU while another is idle;
 - a seccomp filter (harness.seccomp): no memfd, no new namespaces, no mounts,
-  no change of its CPUs, no ptrace;
-- pinned to the CPUs it may use (`OMP_NUM_THREADS` of them, else all);
+  no ptrace;
 - rlimits: file size (the scratch size), and on the CPU an address-space cap
   so that one allocation far past the limit fails at once;
 - wall time for the whole evaluation (`--timeout`): past it the parent kills
@@ -114,7 +117,8 @@ class Limits:
     timeout: float
     memory_mb: int | None
     scratch_mb: int
-    cpus: list[int]
+    # The CPUs' worth of time the kernel's processes may use at once (its cgroup's CPU quota).
+    cpus: int
     device: str
     fresh_inputs: bool = False
 
@@ -130,12 +134,11 @@ def bwrap_path() -> str:
     return found
 
 
-def allowed_cpus() -> list[int]:
-    """The CPUs both processes are pinned to: as many as OMP_NUM_THREADS says, else all this process may use."""
-    available = sorted(os.sched_getaffinity(0))
+def allowed_cpus() -> int:
+    """The kernel's CPU quota: as many CPUs as OMP_NUM_THREADS says (its threads), else all this process may use."""
+    available = len(os.sched_getaffinity(0))
     wanted = os.environ.get("OMP_NUM_THREADS", "")
-    count = int(wanted) if wanted.isdigit() and int(wanted) > 0 else len(available)
-    return available[: min(count, len(available))]
+    return min(int(wanted), available) if wanted.isdigit() and int(wanted) > 0 else available
 
 
 def python_executable() -> str:
@@ -282,9 +285,9 @@ def run_evaluation(
         results_read, results_write = pipe()
         kernel_log_read, kernel_log_write = pipe()
         judge_log_read, judge_log_write = pipe()
-        kernel_group = cgroups.create(limits.memory_mb, KERNEL_PIDS) if workspace.sandboxed else None
+        kernel_group = cgroups.create(limits.memory_mb, KERNEL_PIDS, limits.cpus) if workspace.sandboxed else None
         judge_memory = limits.memory_mb and limits.memory_mb * JUDGE_MEMORY_FACTOR + JUDGE_MEMORY_EXTRA_MB
-        judge_group = cgroups.create(judge_memory, JUDGE_PIDS) if workspace.sandboxed else None
+        judge_group = cgroups.create(judge_memory, JUDGE_PIDS, None) if workspace.sandboxed else None
         groups += [group for group in (kernel_group, judge_group) if group is not None]
         meter = kernel_group.cpu_meter() if kernel_group else None
         if meter is not None:
@@ -392,7 +395,7 @@ def _limits_record(limits: Limits, group: cgroups.Cgroup | None, seccomp: bool) 
         "memory": "cgroup" if group and limits.memory_mb else "rss watchdog" if limits.memory_mb else "none",
         "pids": KERNEL_PIDS if group else None,
         "scratch_mb": limits.scratch_mb,
-        "cpus": len(limits.cpus),
+        "cpus": limits.cpus if group else None,
         "seccomp": seccomp,
         "clock_check": ("wall clock" if limits.device.startswith("cuda") else "cpu time (cgroup)" if group else "none"),
     }
@@ -420,10 +423,9 @@ def _start(
     file_size = limits.scratch_mb * 2**20 if role == "kernel" else None
 
     def prepare() -> None:
-        # In the new process, before bwrap: into the cgroup, onto its CPUs, under its rlimits.
+        # In the new process, before bwrap: into the cgroup, under its rlimits.
         for descriptor in join:
             os.write(descriptor, b"0")
-        os.sched_setaffinity(0, limits.cpus)
         if file_size is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
         if nproc is not None and role == "kernel":

@@ -1,12 +1,11 @@
 """A seccomp filter for the kernel's sandbox, as the classic BPF program bubblewrap's `--seccomp FD` loads.
 
 It denies what a solution could use to hold memory no limit sees, to leave
-its namespaces, to widen its CPUs or to reach another process: memfd_create
-(memory in no process's RSS), unshare and the namespace flags of clone (a
-nested user namespace could mount a tmpfs of its own), mount and the new
-mount API, setns, sched_setaffinity (the CPUs it was pinned to are what its
-CPU time is held against), ptrace and process_vm_*, keyrings, bpf,
-perf_event_open, userfaultfd and io_uring (whose operations bypass seccomp).
+its namespaces or to reach another process: memfd_create (memory in no
+process's RSS), unshare and the namespace flags of clone (a nested user
+namespace could mount a tmpfs of its own), mount and the new mount API, setns,
+ptrace and process_vm_*, keyrings, bpf, perf_event_open, userfaultfd and
+io_uring (whose operations bypass seccomp).
 clone3 answers ENOSYS, which makes the C library fall back to clone, whose
 flags a filter can read (clone3 passes them in memory, out of its reach).
 A call from another architecture's ABI (x86's 32-bit entry, x32) kills the
@@ -52,7 +51,6 @@ _TABLES: dict[str, tuple[int, int, int, dict[str, int]]] = {
             "fsmount": 432,
             "fspick": 433,
             "mount_setattr": 442,
-            "sched_setaffinity": 203,
             "ptrace": 101,
             "process_vm_readv": 310,
             "process_vm_writev": 311,
@@ -84,7 +82,6 @@ _TABLES: dict[str, tuple[int, int, int, dict[str, int]]] = {
             "fsmount": 432,
             "fspick": 433,
             "mount_setattr": 442,
-            "sched_setaffinity": 122,
             "ptrace": 117,
             "process_vm_readv": 270,
             "process_vm_writev": 271,

@@ -5,15 +5,22 @@
 
 1. Timing overhead. For each function (a small elementwise add, a 512x512
    matmul), the harness's median for one case (10 warm-up, 50 timed
-   iterations, in its sandboxed child) against a bare loop over the same
-   function and the same inputs in this process (perf_counter_ns around each
-   call; on CUDA, events around each call after writing 2x L2). The two take
-   turns, round after round, so a neighbour's load falls on both; the figure is
-   the median over rounds of harness median / bare median (target <= 1.05).
-   Both run single-threaded (OMP_NUM_THREADS=1 unless set).
-2. Fixed cost. The wall time of a whole evaluation of one tiny case timed once,
-   sandboxed and unsandboxed, beside `python -c "import torch"` alone: process
-   start, sandbox, torch import, loading, input build and checks.
+   iterations; the kernel in its sandbox, the judge in its own) against a bare
+   loop over the same function in this process, on inputs laid out as the
+   judge lays them: fresh values for every call, a block of calls' inputs
+   written before the block runs (perf_counter_ns around each call; on CUDA,
+   events around each call after writing 2x L2). The two take turns, round
+   after round, so a neighbour's load falls on both; the figure is the median
+   over rounds of harness median / bare median (target <= 1.05). Both run
+   single-threaded (OMP_NUM_THREADS=1 unless set).
+2. What the boundary costs. The wall time of a whole evaluation of one tiny
+   case (`warmup=0, iterations=1`), sandboxed and unsandboxed, beside
+   `python -c "import torch"` alone; and the cost of one more timed iteration
+   (judge <-> kernel: fresh inputs, the exchange, the block's round trip, the
+   reference's interleaved call), from evaluations with 10 and 410 timed
+   iterations. With `--compare-with REV`, the same figures for the harness at
+   git revision REV (extracted to a temporary folder, run in its own process),
+   and the ratios.
 3. On a GPU host only: checks that need one (a CUDA C++ solution built with
    load_inline, an allocation past the GPU's memory, the environment block),
    printed as ok/FAILED; they are not in the test suite, which must not skip.
@@ -39,11 +46,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+REPOSITORY = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPOSITORY))
 
-from harness import evaluate
-from harness.job import case_seed
-from harness.tensors import build_inputs
+from harness import evaluate  # noqa: E402
+from harness.tensors import build_inputs  # noqa: E402
 
 FUNCTIONS = {
     "add_256x256": ("torch.add(x, y, out=out)", 256),
@@ -74,16 +81,23 @@ def write_problem(folder: Path, name: str, body: str, size: int) -> tuple[Path, 
     return folder / "definition.json", folder / "workload.jsonl", folder / "solution.json"
 
 
-def bare_median(function: Callable[..., Any], arguments: list[Any], device: str) -> float:
+BLOCK = 10
+
+
+def bare_median(function: Callable[..., Any], make_arguments: Callable[[], list[Any]], device: str) -> float:
     for _ in range(10):
-        function(*arguments)
+        function(*make_arguments())
     if not device.startswith("cuda"):
         samples = []
-        for _ in range(50):
-            start = time.perf_counter_ns()
-            function(*arguments)
-            samples.append(time.perf_counter_ns() - start)
+        for _ in range(50 // BLOCK):
+            # As the judge does: a block's inputs all written first, then the calls back to back.
+            block = [make_arguments() for _ in range(BLOCK)]
+            for arguments in block:
+                start = time.perf_counter_ns()
+                function(*arguments)
+                samples.append(time.perf_counter_ns() - start)
         return statistics.median(samples)
+    arguments = make_arguments()
     l2 = torch.cuda.get_device_properties(device).L2_cache_size
     flush = torch.empty(2 * l2 // 4, dtype=torch.int32, device=device)
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(50)]
@@ -96,18 +110,28 @@ def bare_median(function: Callable[..., Any], arguments: list[Any], device: str)
     return statistics.median(begin.elapsed_time(end) * 1e6 for begin, end in events)
 
 
+def fresh_arguments(size: int, device: str) -> Callable[[], list[Any]]:
+    """A maker of (x, y, out) with new random values on every call, as the judge gives a kernel."""
+    spec = {"source": "random", "shape": [size, size], "dtype": "float32"}
+    case = {"uuid": "bench", "seed": 0, "axes": {}, "inputs": {"x": spec, "y": spec}}
+    seeds = iter(range(1, 10**9))
+
+    def make() -> list[Any]:
+        inputs = list(build_inputs(case, device, None, seed=next(seeds)).values())
+        return [*inputs, torch.empty(size, size, device=device)]
+
+    return make
+
+
 def overhead(root: Path, device: str, rounds: int) -> None:
     for name, (body, size) in FUNCTIONS.items():
         definition, workload, solution = write_problem(root / f"{name}-{device}", name, body, size)
-        spec = {"source": "random", "shape": [size, size], "dtype": "float32"}
-        case = {"uuid": "bench", "seed": case_seed(name, "bench"), "axes": {}, "inputs": {"x": spec, "y": spec}}
-        inputs = list(build_inputs(case, device, None).values())
-        out = torch.empty(size, size, device=device)
+        make_arguments = fresh_arguments(size, device)
         namespace: dict[str, Any] = {"torch": torch}
         exec(f"def run(x, y, out):\n    {body}\n", namespace)
         ratios, harness_ns, bare_ns = [], [], []
         for _ in range(rounds):
-            bare = bare_median(namespace["run"], [*inputs, out], device)
+            bare = bare_median(namespace["run"], make_arguments, device)
             result = evaluate(definition, workload, solution, device=device)
             assert result.status == "PASSED", result.reason
             assert result.cases[0].latency is not None
@@ -122,23 +146,63 @@ def overhead(root: Path, device: str, rounds: int) -> None:
         )
 
 
-def fixed_cost(root: Path, device: str, rounds: int) -> None:
-    definition, workload, solution = write_problem(root / f"tiny-{device}", "tiny", "torch.add(x, y, out=out)", 1)
-    walls: dict[str, list[float]] = {"sandboxed": [], "unsandboxed": [], "python -c 'import torch'": []}
+# Run in a process of its own, from a given checkout: the evaluation's wall time, and its status.
+_EVALUATE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from harness import evaluate
+options = json.loads(sys.argv[3])
+start = time.perf_counter()
+result = evaluate(*sys.argv[4:7], **options)
+print(json.dumps({"seconds": time.perf_counter() - start, "status": result.status, "reason": result.reason}))
+"""
+
+
+def timed_evaluation(checkout: Path, files: tuple[Path, Path, Path], **options: Any) -> float:
+    completed = subprocess.run(
+        [sys.executable, "-c", _EVALUATE, str(checkout), "-", json.dumps(options), *map(str, files)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    outcome = json.loads(completed.stdout.splitlines()[-1])
+    assert outcome["status"] == "PASSED", outcome["reason"]
+    return float(outcome["seconds"])
+
+
+def boundary_cost(root: Path, device: str, rounds: int, baseline: Path | None) -> None:
+    files = write_problem(root / f"tiny-{device}", "tiny", "torch.add(x, y, out=out)", 1)
+    checkouts = {"this harness": REPOSITORY} | ({"baseline": baseline} if baseline else {})
+    figures: dict[str, dict[str, list[float]]] = {}
     for _ in range(rounds):
-        for sandbox in (True, False):
-            start = time.perf_counter()
-            result = evaluate(definition, workload, solution, device=device, sandbox=sandbox, warmup=0, iterations=1)
-            walls["sandboxed" if sandbox else "unsandboxed"].append(time.perf_counter() - start)
-            assert result.status == "PASSED", result.reason
+        for label, checkout in checkouts.items():
+            figure = figures.setdefault(label, {"sandboxed": [], "unsandboxed": [], "per iteration": []})
+            for sandbox in (True, False):
+                seconds = timed_evaluation(checkout, files, device=device, sandbox=sandbox, warmup=0, iterations=1)
+                figure["sandboxed" if sandbox else "unsandboxed"].append(seconds)
+            short = timed_evaluation(checkout, files, device=device, warmup=0, iterations=10)
+            long = timed_evaluation(checkout, files, device=device, warmup=0, iterations=410)
+            figure["per iteration"].append((long - short) / 400)
         start = time.perf_counter()
         subprocess.run([sys.executable, "-c", "import torch"], check=True, capture_output=True)
-        walls["python -c 'import torch'"].append(time.perf_counter() - start)
-    for label, values in walls.items():
-        print(
-            f"{device:5} fixed cost, {label:26} median {statistics.median(values) * 1e3:7.0f} ms "
-            f"(min {min(values) * 1e3:.0f}, max {max(values) * 1e3:.0f}, {len(values)} runs)"
-        )
+        figures.setdefault("python -c 'import torch'", {"alone": []})["alone"].append(time.perf_counter() - start)
+    for label, figure in figures.items():
+        for what, values in figure.items():
+            ratio = ""
+            if baseline and label == "this harness":
+                ratio = f"   x{statistics.median(values) / statistics.median(figures['baseline'][what]):.2f} baseline"
+            print(
+                f"{device:5} {label:24} {what:12} median {statistics.median(values) * 1e3:9.3f} ms "
+                f"(min {min(values) * 1e3:.3f}, max {max(values) * 1e3:.3f}, {len(values)} runs){ratio}"
+            )
+
+
+def extract(revision: str, folder: Path) -> Path:
+    """The repository at `revision`, as files in a folder of its own."""
+    folder.mkdir()
+    archive = subprocess.run(["git", "-C", str(REPOSITORY), "archive", revision], check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    return folder
 
 
 CUDA_ADD = """
@@ -201,15 +265,17 @@ def gpu_checks(root: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--compare-with", metavar="REV", help="also measure the harness at this git revision")
     arguments = parser.parse_args()
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, devices: {', '.join(devices)}")
     if torch.cuda.is_available():
         print(f"GPU: {torch.cuda.get_device_name()}")
     with tempfile.TemporaryDirectory(prefix="harness-bench-") as folder:
+        baseline = extract(arguments.compare_with, Path(folder) / "baseline") if arguments.compare_with else None
         for device in devices:
             overhead(Path(folder), device, arguments.rounds)
-            fixed_cost(Path(folder), device, arguments.rounds)
+            boundary_cost(Path(folder), device, arguments.rounds, baseline)
         if torch.cuda.is_available():
             gpu_checks(Path(folder))
 
