@@ -18,6 +18,15 @@ from records.sources.hardware import CPU_CLASS, hardware_class_of, hardware_spec
 HARDWARE_CLASS_VARIABLE = "KERNELINDEX_HARDWARE_CLASS"
 _NVIDIA_SMI_TIMEOUT = 10.0
 _GPU_FIELDS = ("name", "driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem")
+# Asked for apart: a driver that knows one of them not fails the whole query, and these only add to the block.
+# Application clocks set away from their defaults (nvidia-smi -ac) or clocks locked (-lgc) make timings differ.
+_POWER_AND_CLOCK_FIELDS = (
+    "power.limit",
+    "power.default_limit",
+    "clocks.applications.graphics",
+    "clocks.default_applications.graphics",
+    "clocks_event_reasons.active",
+)
 
 
 def detect_hardware_class() -> str:
@@ -31,11 +40,20 @@ def detect_hardware_class() -> str:
 
 def nvidia_gpus() -> list[dict[str, str]]:
     """One row per GPU from nvidia-smi, with the fields it could read; [] without nvidia-smi or a driver."""
+    rows = _query_gpus(_GPU_FIELDS)
+    extra = _query_gpus(_POWER_AND_CLOCK_FIELDS)
+    if len(extra) == len(rows):
+        for row, more in zip(rows, extra, strict=True):
+            row.update(more)
+    return rows
+
+
+def _query_gpus(fields: tuple[str, ...]) -> list[dict[str, str]]:
     if shutil.which("nvidia-smi") is None:
         return []
     try:
         completed = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={','.join(_GPU_FIELDS)}", "--format=csv,noheader"],
+            ["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader"],
             capture_output=True,
             text=True,
             timeout=_NVIDIA_SMI_TIMEOUT,
@@ -48,8 +66,8 @@ def nvidia_gpus() -> list[dict[str, str]]:
     rows = []
     for line in completed.stdout.splitlines():
         values = [value.strip() for value in line.split(",")]
-        if len(values) == len(_GPU_FIELDS) and values[0]:
-            rows.append({key: value for key, value in zip(_GPU_FIELDS, values, strict=True) if "N/A" not in value})
+        if len(values) == len(fields) and values[0]:
+            rows.append({key: value for key, value in zip(fields, values, strict=True) if "N/A" not in value})
     return rows
 
 
@@ -84,7 +102,11 @@ def host_environment(device: str) -> dict[str, Any]:
     if gpus:
         gpu = gpus[_device_index(device)] if _device_index(device) < len(gpus) else gpus[0]
         environment["driver"] = gpu.get("driver_version")
-        environment["clocks_mhz"] = {key: value for key, value in gpu.items() if key.startswith("clocks")}
+        environment["clocks_mhz"] = {key: value for key, value in gpu.items() if key.startswith("clocks.")}
+        environment["power_limit"] = gpu.get("power.limit")
+        environment["power_default_limit"] = gpu.get("power.default_limit")
+        environment["clocks_throttle_reasons"] = gpu.get("clocks_event_reasons.active")
+        environment["clocks_locked"] = clocks_locked(gpu)
         hardware = hardware_spec(gpu["name"])
     else:
         hardware = {"vendor": vendor or "unknown", "product": model}
@@ -93,6 +115,16 @@ def host_environment(device: str) -> dict[str, Any]:
     environment["hardware"] = hardware
     environment["hardware_class"] = hardware["class"]
     return environment
+
+
+def clocks_locked(gpu: dict[str, str]) -> bool | None:
+    """Whether the GPU's application clocks were set away from their defaults (nvidia-smi -ac); None when
+    nvidia-smi did not say. Clocks locked with -lgc do not show here: the throttle reasons and the SM clock
+    beside its maximum are in the block for a reader to judge."""
+    applications, default = gpu.get("clocks.applications.graphics"), gpu.get("clocks.default_applications.graphics")
+    if applications is None or default is None:
+        return None
+    return applications != default
 
 
 def _device_index(device: str) -> int:

@@ -51,3 +51,27 @@ def test_the_class_can_be_set_for_the_host(monkeypatch: pytest.MonkeyPatch) -> N
 
     assert detect_hardware_class() == "nvidia-b200"
     assert host_environment("cpu")["hardware_class"] == "nvidia-b200"
+
+
+def test_the_power_limit_and_clocks_set_away_from_their_defaults_are_in_the_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KERNELINDEX_HARDWARE_CLASS", raising=False)
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    script = folder / "nvidia-smi"
+    # Two queries, as the driver's tool answers each: the main fields, then power and application clocks.
+    script.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in *power.limit*) echo "700.00 W, 700.00 W, 1755 MHz, 1980 MHz, 0x0000000000000001";;\n'
+        '*) echo "NVIDIA H100 80GB HBM3, 570.86.15, 1980 MHz, 2619 MHz, 1980 MHz, 2619 MHz";; esac\n'
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+    environment = host_environment("cuda")
+
+    assert environment["driver"] == "570.86.15"
+    assert environment["power_limit"] == "700.00 W"
+    assert environment["clocks_locked"] is True
+    assert environment["clocks_throttle_reasons"] == "0x0000000000000001"
