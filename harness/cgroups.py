@@ -28,6 +28,8 @@ from pathlib import Path
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PARENT_NAME = "kernelindex-harness"
 _V1_CONTROLLERS = ("memory", "pids", "cpuacct", "cpu")
+# A group older than this with no process left is an evaluation's whose parent was killed.
+ABANDONED_AFTER_SECONDS = 3600
 # The quota's period: a burst above the quota lasts at most this long. Shorter periods (1 ms, under the
 # scheduler's 5 ms bandwidth slice) throttled an honest single-threaded matmul to half its speed.
 CPU_PERIOD_US = 10_000
@@ -87,6 +89,7 @@ def create(memory_mb: int | None, pids: int, cpus: int | None) -> Cgroup | None:
     """A new group with these limits (`cpus`: a CPU quota, that many CPUs' time), or None where this process
     may not make one."""
     name = "evaluation-" + uuid.uuid4().hex[:12]
+    _remove_abandoned()
     try:
         if (CGROUP_ROOT / "cgroup.controllers").exists():
             return _create_v2(name, memory_mb, pids, cpus)
@@ -150,6 +153,18 @@ def _create_v2(name: str, memory_mb: int | None, pids: int, cpus: int | None) ->
         group.remove()
         raise
     return group
+
+
+def _remove_abandoned() -> None:
+    """Empty groups an evaluation left when its parent was killed (its processes died with it)."""
+    cutoff = time.time() - ABANDONED_AFTER_SECONDS
+    for parent in CGROUP_ROOT.glob(f"*/{PARENT_NAME}"):
+        with contextlib.suppress(OSError):
+            for folder in parent.iterdir():
+                # Old ones only: a new group may not have its processes yet. A group in use refuses rmdir.
+                if folder.is_dir() and folder.stat().st_mtime < cutoff:
+                    with contextlib.suppress(OSError):
+                        folder.rmdir()
 
 
 def _pids(folder: Path) -> list[int]:
