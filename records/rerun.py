@@ -132,6 +132,9 @@ class Measured:
     drifts: tuple[float, ...] = ()
     # The status of the second evaluation on fresh inputs, where the first ended in a correctness failure.
     confirmation: str | None = None
+    # How the harness held the kernel's reported times against its own measures ("none": it could not, for
+    # want of a cgroup); None for results from before the harness said.
+    clock_check: str | None = None
 
     def speedup(self, statistic: str) -> Estimate | None:
         if not self.case_speedups:
@@ -174,6 +177,7 @@ def measured_from_result(result: Mapping[str, Any], confirmation: str | None = N
         case_speedups=tuple(s for s in speedups if s) if speedups and all(speedups) else (),
         drifts=tuple(float(c["reference_drift"]) for c in cases if _number(c.get("reference_drift"))),
         confirmation=confirmation,
+        clock_check=(result.get("limits") or {}).get("clock_check"),
     )
 
 
@@ -194,7 +198,12 @@ def measured_from_run(run_spec: Mapping[str, Any]) -> Measured:
         case_speedups=tuple(s for s in speedups if s) if speedups and all(speedups) else (),
         drifts=tuple(float(c["referenceDrift"]) for c in cases if _number(c.get("referenceDrift"))),
         confirmation=metrics.get("confirmationStatus"),
+        clock_check=metrics.get("clockCheck"),
     )
+
+
+# harness/results.py Limits.clock_check when the evaluation had no cgroup to measure the kernel's CPU time by.
+UNCHECKED_CLOCK = "none"
 
 
 def verdict(claim: Claim, measured: Measured, tolerance: float, *, own_hardware: bool = True) -> Verdict:
@@ -209,6 +218,10 @@ def verdict(claim: Claim, measured: Measured, tolerance: float, *, own_hardware:
         return Verdict(NOT_REPRODUCED, f"the rerun ended {status}: {because}", tolerance)
     if status != PASSED:
         return Verdict(INCONCLUSIVE, f"the rerun could not judge the kernel ({status})", tolerance, retry=True)
+    if measured.clock_check == UNCHECKED_CLOCK:
+        # The kernel's reported times stood unchecked: a pass there could be forged, so it decides nothing.
+        said = "the rerun's worker could not check the kernel's clock (no cgroup for the evaluation)"
+        return Verdict(INCONCLUSIVE, said, tolerance)
     compared = _comparison(claim, measured, own_hardware)
     if isinstance(compared, str):
         return Verdict(INCONCLUSIVE, compared, tolerance)
@@ -368,7 +381,8 @@ def rerun_manifest(
             "source": NATIVE_SOURCE,
             "externalId": rerun_external_id(of),
             "metrics": {"harnessStatus": str(result.get("status"))}
-            | ({"confirmationStatus": confirmation} if confirmation else {}),
+            | ({"confirmationStatus": confirmation} if confirmation else {})
+            | ({"clockCheck": str(clock)} if (clock := (result.get("limits") or {}).get("clock_check")) else {}),
         },
         "cases": [_case(case) for case in result.get("cases") or []],
     }

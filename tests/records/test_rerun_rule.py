@@ -204,3 +204,14 @@ def _path() -> Any:
     from pathlib import Path
 
     return Path("rerun:test")
+
+
+def test_a_pass_whose_clock_the_harness_could_not_check_decides_nothing() -> None:
+    unchecked = {**result(median=1000), "limits": {"clock_check": "none"}}
+    checked = {**result(median=1000), "limits": {"clock_check": "cpu time (cgroup)"}}
+
+    decided = decide(Claim(1000.0), unchecked)
+
+    assert decided.level == INCONCLUSIVE
+    assert "could not check the kernel's clock" in decided.reason
+    assert decide(Claim(1000.0), checked).level == REPRODUCED
