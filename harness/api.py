@@ -18,7 +18,7 @@ from harness.errors import HarnessInputError
 from harness.exchange import exchange_bytes
 from harness.formats import Solution, load_definition, load_solution, load_workload
 from harness.job import Inputs, build_job
-from harness.protocols import DEFAULT_PROTOCOL, PROTOCOL_NAMES, PROTOCOLS
+from harness.protocols import DEFAULT_PROTOCOL, PROTOCOL_NAMES, protocol_named
 from harness.results import CaseResult, EvaluationResult, HarnessInfo, Protocol
 from harness.sandbox import Limits, Outcome, SandboxUnavailableError, Workspace, allowed_cpus, run_evaluation
 from harness.stats import latency_of, speedup_of, suite_latency
@@ -92,9 +92,7 @@ def _evaluate(
 
 def _language_refused(inputs: Inputs, protocol: str) -> str | None:
     """Why the protocol's source would not run this solution, if it would not: a language it does not take."""
-    known = PROTOCOLS.get(protocol)
-    if known is None:
-        return None
+    known = protocol_named(protocol)
     foreign = [name for name in inputs.solution.spec.language_names if name not in known.languages]
     if not foreign:
         return None
@@ -106,9 +104,8 @@ def _language_refused(inputs: Inputs, protocol: str) -> str | None:
 
 def _reference_as_solution(inputs: Inputs, protocol: str) -> Inputs:
     """The same evaluation with the definition's reference as the solution: the control for an evaluation fault."""
-    known = PROTOCOLS.get(protocol)
     # SOL-ExecBench calls a PyTorch solution "pytorch"; FlashInfer-Bench calls it "python".
-    language = "pytorch" if known is None or "pytorch" in known.languages else "python"
+    language = "pytorch" if "pytorch" in protocol_named(protocol).languages else "python"
     solution = Solution.model_validate(
         {
             "name": f"{inputs.definition.name}-reference",
@@ -137,9 +134,8 @@ def _timing_setup(protocol: str, warmup: int | None, iterations: int | None) -> 
         raise HarnessInputError(
             "--protocol", None, None, f"expected one of {', '.join(PROTOCOL_NAMES)}, not {protocol!r}"
         )
-    known = PROTOCOLS.get(protocol)
-    default_warmup, default_iterations = (known.timing.warmup, known.timing.iterations) if known else (10, 50)
-    return (default_warmup if warmup is None else warmup, default_iterations if iterations is None else iterations)
+    timing = protocol_named(protocol).timing
+    return (timing.warmup if warmup is None else warmup, timing.iterations if iterations is None else iterations)
 
 
 def read_inputs(definition: Path, workload: Path, solution: Path, reference: Path | None) -> Inputs:
@@ -258,7 +254,7 @@ def assemble(inputs: Inputs, outcome: Outcome, device: str, protocol: str, setup
         reason = f"{reason} ({outcome.limit_hit[1]})" if reason else outcome.limit_hit[1]
     all_passed = all(case.status == "PASSED" for case in cases)
     cuda = device.startswith("cuda")
-    known = PROTOCOLS.get(protocol)
+    known = protocol_named(protocol)
     latency = suite_latency([c.latency for c in cases if c.latency]) if all_passed else None
     reference_latency = (
         suite_latency([c.reference_latency for c in cases if c.reference_latency]) if all_passed else None
@@ -276,13 +272,13 @@ def assemble(inputs: Inputs, outcome: Outcome, device: str, protocol: str, setup
             "speedup": speedup_of(reference_latency, latency),
             "protocol": Protocol(
                 name=protocol,
-                version=known.version if known else "unknown",
+                version=known.version,
                 warmup=setup[0],
                 iterations=setup[1],
-                correctness_rounds=known.correctness_rounds if known else 1,
+                correctness_rounds=known.correctness_rounds,
                 timer=CUDA_TIMER if cuda else CPU_TIMER,
                 l2_flush=CUDA_FLUSH if cuda else CPU_FLUSH,
-                statistic=known.timing.statistic if known else "median",
+                statistic=known.timing.statistic,
             ),
             "limits": outcome.limits,
             "environment": {**host_environment(device), **outcome.environment},

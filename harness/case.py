@@ -44,7 +44,7 @@ from harness.cgroups import read_cpu_ns
 from harness.checking import compare, outputs_as_list, reference_problem
 from harness.exchange import ChannelError, LineChannel, Placement, placements, slot_bytes
 from harness.failures import failure_status, failure_text
-from harness.protocols import PROTOCOLS, Protocol
+from harness.protocols import protocol_named
 from harness.tensors import DTYPES, InputError, build_inputs, changed_input, clone
 from harness.timing import time_reference
 
@@ -309,10 +309,6 @@ def calibrate(kernel: KernelLink, case: Mapping[str, Any], iterations: int) -> d
     }
 
 
-def protocol_of(job: Mapping[str, Any]) -> Protocol | None:
-    return PROTOCOLS.get(job.get("protocol", ""))
-
-
 class CaseJudge:
     def __init__(
         self,
@@ -330,9 +326,9 @@ class CaseJudge:
         self.entrypoint = entrypoint
         self.kernel = kernel
         self.overhead = overhead
-        self.protocol = protocol_of(job)
-        self.rounds = self.protocol.correctness_rounds if self.protocol else 1
-        self.input_rule = self.protocol.input_rule if self.protocol else "kernelindex"
+        self.protocol = protocol_named(job["protocol"])
+        self.rounds = self.protocol.correctness_rounds
+        self.input_rule = self.protocol.input_rule
         self.has_custom = any(spec["source"] == "custom" for spec in case["inputs"].values())
         self.worst = [0.0, 0.0]
 
@@ -372,16 +368,11 @@ class CaseJudge:
                 failure_status(error, "INVALID_REFERENCE"), "the reference failed: " + failure_text(error)
             ) from None
         tolerance = self.case["tolerance"]
-        rule = {"rule": self.protocol.correctness} if self.protocol else {}
-        problem = reference_problem(expected, self.case["outputs"], bool(tolerance.get("allow_negative_inf")), **rule)
+        allow_negative_inf = bool(tolerance.get("allow_negative_inf"))
+        problem = reference_problem(expected, self.case["outputs"], allow_negative_inf, rule=self.protocol.correctness)
         if problem:
             raise _CaseFailed("INVALID_REFERENCE", problem)
         return expected
-
-    def _rule(self) -> dict[str, Any]:
-        if self.protocol is None:
-            return {}
-        return {"rule": self.protocol.correctness, "definition_name": self.job.get("definition")}
 
     def _checked_call(self, seed: int, where: str) -> None:
         inputs = self._inputs(seed)
@@ -397,7 +388,14 @@ class CaseJudge:
         if call.mismatch:
             raise _CaseFailed(call.mismatch[0], where + call.mismatch[1])
         outputs = [o.to(self.device) for o in call.outputs]
-        verdict = compare(outputs, expected, self.case["outputs"], self.case["tolerance"], **self._rule())
+        verdict = compare(
+            outputs,
+            expected,
+            self.case["outputs"],
+            self.case["tolerance"],
+            rule=self.protocol.correctness,
+            definition_name=self.job.get("definition"),
+        )
         if verdict.status != "PASSED":
             raise _CaseFailed(
                 verdict.status, where + (verdict.reason or verdict.status), verdict.max_abs_error, verdict.max_rel_error
