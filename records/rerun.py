@@ -280,7 +280,7 @@ def _timing_verdict(compared: _Compared, drifts: tuple[float, ...], tolerance: f
             f"beyond ±{tolerance:.0%} even at the fast end of its 95 % interval"
         )
         if drift_margin > 1 + tolerance:
-            said += f" allowing for the reference's {worst_drift:.2f}× drift between interleaved blocks"
+            said += f", allowing for the reference's {worst_drift:.2f}× drift between interleaved blocks"
         return Verdict(NOT_REPRODUCED, said, tolerance)
     if abs(worst_drift - 1) > tolerance:
         said = (

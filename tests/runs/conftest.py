@@ -236,23 +236,34 @@ WORKER_SETTINGS = {
     "RERUN_RESEND_AFTER_SECONDS": "3",
     "RERUN_SWEEP_SECONDS": "1",
     "RERUN_RETRY_AFTER_SECONDS": "1",
-    "RERUN_TIMEOUT_SECONDS": "20",
+    # A demo evaluation starts two sandboxes that each import torch, checks three rounds and calibrates its
+    # blocks: 5 to 20 s on a loaded two-core machine, more beside a CPU burner.
+    "RERUN_TIMEOUT_SECONDS": "120",
     "RERUN_MEMORY_MB": "1024",
-    # CPU timings differ between machines and with their load (the demo's figures were measured on another
-    # day): the honest run must reproduce anywhere within 2x, while the "too fast" one is 20x off whatever
-    # the machine. The rule itself, at its real tolerance, is tested in tests/records/test_rerun_rule.py.
+    # CPU timings move with the machine's load, speedups over the reference too: at 2x the honest run
+    # reproduces on a busy machine, while the "too fast" one is 20x off whatever the machine. The rule at
+    # its real tolerance is tested in tests/records/test_rerun_rule.py, and beside a CPU burner in
+    # test_demo_under_load.py.
     "RERUN_TOLERANCE": "1.0",
     "KERNELINDEX_HARDWARE_CLASS": "cpu",
 }
 
 
 @pytest.fixture
-def worker(transactional_db: None, redis_server: RedisServer, tmp_path: Path) -> Iterator[Worker]:
+def worker_settings() -> dict[str, str]:
+    """The settings the `worker` fixture's process gets; a test module may override this fixture."""
+    return WORKER_SETTINGS
+
+
+@pytest.fixture
+def worker(
+    transactional_db: None, redis_server: RedisServer, tmp_path: Path, worker_settings: dict[str, str]
+) -> Iterator[Worker]:
     """A worker on the test's database, broker and page cache; started, stopped at the end."""
     inherited = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL"}}
     environment = {
         **inherited,
-        **WORKER_SETTINGS,
+        **worker_settings,
         "DATABASE_URL": database_url_of_this_test(),
         "CELERY_BROKER_URL": redis_server.url(0),
         "KERNELINDEX_VAR_DIR": str(tmp_path),
