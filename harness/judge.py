@@ -25,8 +25,7 @@ from typing import IO, Any
 
 from harness.exchange import LineChannel, map_exchange
 from harness.failures import failure_text
-
-UNPRIVILEGED_ID = 65534
+from harness.sandbox import drop_privileges
 
 
 class Reporter:
@@ -43,9 +42,7 @@ def main(argv: list[str]) -> int:
     job = json.loads((job_dir / "job.json").read_text(encoding="utf-8"))
     reporter = Reporter(os.fdopen(descriptors["results"], "w", encoding="utf-8"))
     if job["drop_privileges"]:
-        os.setgroups([])
-        os.setgid(UNPRIVILEGED_ID)
-        os.setuid(UNPRIVILEGED_ID)
+        drop_privileges()
     os.dup2(2, 1)
     os.chdir(scratch)
     try:

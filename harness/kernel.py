@@ -30,8 +30,8 @@ from typing import Any
 
 from harness.exchange import DTYPE_BYTES, ChannelError, LineChannel, map_exchange
 from harness.failures import failure_status, failure_text
+from harness.sandbox import drop_privileges
 
-UNPRIVILEGED_ID = 65534
 # Address space beyond the memory limit for what the runtime maps without using (thread stacks, arenas).
 _ADDRESS_SPACE_SLACK_MB = 2048
 
@@ -40,9 +40,7 @@ def main(argv: list[str]) -> int:
     config = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     scratch, calls_fd, replies_fd, exchange_fd = Path(argv[1]), int(argv[2]), int(argv[3]), int(argv[4])
     if config["drop_privileges"]:
-        os.setgroups([])
-        os.setgid(UNPRIVILEGED_ID)
-        os.setuid(UNPRIVILEGED_ID)
+        drop_privileges()
     os.dup2(2, 1)
     os.chdir(scratch)
     channel = LineChannel(calls_fd, replies_fd)

@@ -123,6 +123,14 @@ class Limits:
     fresh_inputs: bool = False
 
 
+def drop_privileges() -> None:
+    """In a sandboxed process bwrap set up as root: become uid/gid 65534 with no groups, before reading
+    anything a solution controls."""
+    os.setgroups([])
+    os.setgid(UNPRIVILEGED_ID)
+    os.setuid(UNPRIVILEGED_ID)
+
+
 def bwrap_path() -> str:
     found = shutil.which("bwrap")
     if found is None:

@@ -8,14 +8,15 @@ RecordError naming the file, the line and the field.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from records.errors import RecordError
+from records.formats import validated
 from records.limits import MAX_DOCUMENT_BYTES, MAX_LINE_BYTES, LimitError, parse_limited
 from records.manifest import RunItem, Sealed, seal
 from records.schema import DocumentError
@@ -152,20 +153,8 @@ def _parsed(raw: bytes, path: Path, line: int | None) -> Any:
 
 
 def validate_record(model: type[M], value: Any, path: Path, line: int | None, prefix: str = "") -> M:
-    """Validate a raw source record; a failure names the source's own field."""
-    if not isinstance(value, Mapping):
-        raise RecordError(path, line, prefix or None, f"expected a JSON object, got {type(value).__name__}")
-    try:
-        return model.model_validate(value)
-    except ValidationError as error:
-        first = error.errors()[0]
-        location = ".".join(str(part) for part in first["loc"])
-        field_name = ".".join(part for part in (prefix, location) if part)
-        got = first.get("input")
-        detail = first["msg"]
-        if first["type"] != "missing" and not isinstance(got, (dict, list)):
-            detail = f"{detail} (got {json.dumps(got)})"
-        raise RecordError(path, line, field_name or None, detail) from None
+    """Validate a raw source record; a failure names the source's own field (one rule for every format)."""
+    return validated(model, value, path, line, prefix)
 
 
 def seal_or_fail(value: dict[str, Any], role: str, path: Path, line: int | None) -> Sealed:
