@@ -276,7 +276,7 @@ def assemble(inputs: Inputs, outcome: Outcome, device: str, protocol: str, setup
                 warmup=setup[0],
                 iterations=setup[1],
                 correctness_rounds=known.correctness_rounds,
-                timer=CUDA_TIMER if cuda else CPU_TIMER,
+                timer=outcome.timer or (CUDA_TIMER if cuda else CPU_TIMER),
                 l2_flush=CUDA_FLUSH if cuda else CPU_FLUSH,
                 statistic=known.timing.statistic,
             ),

@@ -112,9 +112,12 @@ class KernelLink:
     dps: bool
     sequence: int = 0
     slot: int = 0
+    timer: str = ""
 
     def load(self) -> list[str] | None:
         reply = self._request({"op": "load"})
+        # A label, not a measure: the kernel's process says which clock it times with.
+        self.timer = str(reply.get("timer"))[:40]
         error = reply.get("error")
         if error is None:
             return None

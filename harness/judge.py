@@ -89,6 +89,7 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
     if failed is not None:
         reporter.send("fatal", status=failed[0], reason=failed[1])
         return
+    reporter.send("timer", name=kernel.timer)
     for case in job["cases"]:
         reporter.send("start", uuid=case["uuid"])
         result = CaseJudge(job, case, reference_run, entrypoint, kernel, overheads[case["uuid"]]).run()

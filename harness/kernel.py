@@ -30,6 +30,7 @@ from typing import Any
 
 from harness.exchange import DTYPE_BYTES, ChannelError, LineChannel, map_exchange
 from harness.failures import failure_status, failure_text
+from harness.gpu_timing import CuptiTimer
 from harness.sandbox import drop_privileges
 
 # Address space beyond the memory limit for what the runtime maps without using (thread stacks, arenas).
@@ -69,7 +70,7 @@ def serve(config: Mapping[str, Any], scratch: Path, channel: LineChannel, exchan
             return
         if operation == "load":
             solution, error = _load(config, device, scratch)
-            channel.send({"seq": request.get("seq"), "error": error})
+            channel.send({"seq": request.get("seq"), "error": error, "timer": caller.timer_name})
         elif operation == "calls":
             function = caller.empty if request.get("empty") or solution is None else solution
             results = []
@@ -77,6 +78,7 @@ def serve(config: Mapping[str, Any], scratch: Path, channel: LineChannel, exchan
                 results.append(caller.call(function, call))
                 if "error" in results[-1]:
                     break
+            caller.gpu_spans(results)
             channel.send({"seq": request.get("seq"), "results": results})
 
 
@@ -104,10 +106,13 @@ class Caller:
         self.flush = None
         # The previous call's device tensors stay alive until this call has its own, so addresses change.
         self.previous: list[Any] = []
+        self.cupti: CuptiTimer | None = None
         if self.cuda:
             from harness.timing import l2_flush_buffer
 
             self.flush = l2_flush_buffer(torch.device(device))
+            self.cupti = CuptiTimer.start()
+        self.timer_name = "cupti" if self.cupti else "cuda_event" if self.cuda else "perf_counter_ns"
 
     def empty(self, *arguments: Any) -> Any:
         """Calibration: everything a call costs the harness, without a solution."""
@@ -148,12 +153,27 @@ class Caller:
         self.flush.zero_()
         begin = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
+        if self.cupti:
+            self.cupti.begin()
         begin.record()
-        returned = function(*arguments)
-        end.record()
+        try:
+            returned = function(*arguments)
+        finally:
+            end.record()
+            if self.cupti:
+                self.cupti.end()
         torch.cuda.synchronize(self.device)
         # elapsed_time is in milliseconds.
         return returned, float(begin.elapsed_time(end) * 1e6)
+
+    def gpu_spans(self, results: list[dict[str, Any]]) -> None:
+        """With CUPTI, each timed call's time becomes the span of every GPU activity it launched, any stream."""
+        if not self.cupti:
+            return
+        timed = [result for result in results if "ns" in result or "error" in result]
+        for result, span in zip(timed, self.cupti.spans(), strict=False):
+            if span is not None and "ns" in result:
+                result["ns"] = span
 
     def _returned(self, returned: Any, placements: Sequence[Any], elapsed: float) -> dict[str, Any]:
         from harness.checking import outputs_as_list

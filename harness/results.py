@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from harness.timing_names import Timer
+
 # SOL-ExecBench's status names, plus OUT_OF_MEMORY, NOT_RUN for the cases after one that stopped the run,
 # and HARNESS_ERROR.
 Status = Literal[
@@ -67,7 +69,7 @@ class Protocol(_Closed):
     warmup: int
     iterations: int
     correctness_rounds: int = 1
-    timer: Literal["perf_counter_ns", "cuda_event", "cupti"]
+    timer: Timer
     l2_flush: str
     statistic: Literal["median", "mean"] = "median"
 

@@ -50,6 +50,7 @@ from typing import Any
 
 from harness import cgroups
 from harness.seccomp import SeccompUnavailableError, kernel_filter
+from harness.timing_names import TIMERS, Timer
 
 SANDBOX_ROOT = Path("/opt/kernelindex")
 JOB = Path("/job")
@@ -245,6 +246,8 @@ class Outcome:
     judge_log: bytearray = field(default_factory=bytearray)
     limits: dict[str, Any] = field(default_factory=dict)
     known_cases: frozenset[str] = frozenset()
+    # The clock the kernel's process timed with, as it said.
+    timer: Timer | None = None
     max_samples: int = 0
     event_bytes: int = 0
 
@@ -574,6 +577,8 @@ def _take_event(message: dict[str, Any], outcome: Outcome) -> None:
         outcome.running = None
     elif event == "fatal" and outcome.fatal is None:
         outcome.fatal = (str(message.get("status")), str(message.get("reason")))
+    elif event == "timer":
+        outcome.timer = next((timer for timer in TIMERS if timer == message.get("name")), None)
     elif event == "done":
         outcome.done = True
 

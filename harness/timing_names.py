@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Literal, get_args
+
+# The clocks a result may name: the CPU's, CUDA events, CUPTI's activity records.
+Timer = Literal["perf_counter_ns", "cuda_event", "cupti"]
+TIMERS: tuple[Timer, ...] = get_args(Timer)
 
 CPU_TIMER: Final[Literal["perf_counter_ns"]] = "perf_counter_ns"
 CUDA_TIMER: Final[Literal["cuda_event"]] = "cuda_event"
