@@ -17,7 +17,7 @@
    case (`warmup=0, iterations=1`), sandboxed and unsandboxed, beside
    `python -c "import torch"` alone; and the cost of one more timed iteration
    (judge <-> kernel: fresh inputs, the exchange, the block's round trip, the
-   reference's interleaved call), from evaluations with 10 and 410 timed
+   reference's interleaved call), from evaluations with 10 and 4010 timed
    iterations. With `--compare-with REV`, the same figures for the harness at
    git revision REV (extracted to a temporary folder, run in its own process),
    and the ratios.
@@ -82,6 +82,8 @@ def write_problem(folder: Path, name: str, body: str, size: int) -> tuple[Path, 
 
 
 BLOCK = 10
+# Timed iterations added to measure one's cost: enough that they outweigh an evaluation's noise (about 0.5 s).
+EXTRA_ITERATIONS = 4000
 
 
 def bare_median(function: Callable[..., Any], make_arguments: Callable[[], list[Any]], device: str) -> float:
@@ -181,8 +183,8 @@ def boundary_cost(root: Path, device: str, rounds: int, baseline: Path | None) -
                 seconds = timed_evaluation(checkout, files, device=device, sandbox=sandbox, warmup=0, iterations=1)
                 figure["sandboxed" if sandbox else "unsandboxed"].append(seconds)
             short = timed_evaluation(checkout, files, device=device, warmup=0, iterations=10)
-            long = timed_evaluation(checkout, files, device=device, warmup=0, iterations=410)
-            figure["per iteration"].append((long - short) / 400)
+            long = timed_evaluation(checkout, files, device=device, warmup=0, iterations=10 + EXTRA_ITERATIONS)
+            figure["per iteration"].append((long - short) / EXTRA_ITERATIONS)
         start = time.perf_counter()
         subprocess.run([sys.executable, "-c", "import torch"], check=True, capture_output=True)
         figures.setdefault("python -c 'import torch'", {"alone": []})["alone"].append(time.perf_counter() - start)
