@@ -16,15 +16,15 @@ here. Every call, checked or timed, looks the same from the kernel's side.
   and after each call the judge draws whether to check it: a kernel cannot
   know which of its timed calls will be checked.
 - The clock check: on the CPU the judge reads the kernel's CPU time (its
-  cgroup's counter, exact for every thread) around each call. A call's CPU
-  time can exceed its wall time only by the threads it may use, so CPU time
-  beyond `cpus` × the reported time, by more than the harness's own cost per
-  call (measured before the solution was loaded), is a reported time the
-  kernel did not spend: REWARD_HACK. Noise only lowers CPU time against wall
-  time, so it cannot make an honest kernel look like a cheat. After the
-  timed calls, CPU time spent while the kernel should be idle is work left
-  running after its calls returned: REWARD_HACK as well. On CUDA the judge's
-  own wall clock around each call bounds the reported GPU time instead.
+  cgroup's counter, exact for every thread) around each block. A call's CPU
+  time can exceed its wall time only by the CPUs its quota allows, so CPU time
+  beyond `cpus` × the reported time, by more than the harness's own cost
+  (measured before the solution was loaded) and a share of the reported time,
+  in most blocks, is a reported time the kernel did not spend: REWARD_HACK
+  (`_check_clock`). After the timed calls, CPU time spent while the kernel
+  should be idle is work left running after its calls returned: REWARD_HACK
+  as well. On CUDA the judge's own wall clock around each block bounds the
+  reported GPU time instead.
 """
 
 from __future__ import annotations
@@ -58,6 +58,9 @@ TIMING_BLOCKS = 5
 # calibrated cost of a block of empty calls, plus a fixed margin for the accounting itself.
 OVERHEAD_FACTOR = 2.0
 OVERHEAD_MARGIN_NS = 100_000
+# And this share of the reported time: contention on a busy host grows the harness's cost around each call
+# (one honest block, beside two busy loops, spent 7 % more CPU than it reported, past 2x its calibrated cost).
+RELATIVE_SLACK = 0.25
 # After the timed calls: a pause for spinning runtimes to settle, then a window in which the kernel's
 # process, blocked on its pipe, may use this much CPU at most.
 IDLE_SETTLE_S, IDLE_WINDOW_S, IDLE_CPU_NS = 0.02, 0.05, 10_000_000
@@ -456,29 +459,38 @@ class CaseJudge:
             raise _CaseFailed(failure_status(error, "INVALID_REFERENCE"), reason) from None
 
     def _check_clock(self, blocks: Sequence[Block]) -> None:
-        """The kernel's reported times against the judge's measures of each block (see the module's doc)."""
-        cpus = max(int(self.job.get("cpus") or 1), 1)
-        reported = sum(block.reported_ns for block in blocks)
-        if self.device.startswith("cuda"):
-            excess = sum(block.wall_ns for block in blocks) - reported
-            allowed = len(blocks) * (WALL_FACTOR * self.overhead["wall_ns"] + WALL_MARGIN_NS)
-            spent, measure = sum(block.wall_ns for block in blocks), "the judge's clock saw"
-        else:
-            if any(block.cpu_ns is None for block in blocks):
-                return
-            spent = sum(block.cpu_ns or 0 for block in blocks)
-            excess = spent - cpus * reported
-            allowed = len(blocks) * (OVERHEAD_FACTOR * self.overhead["cpu_ns"] + OVERHEAD_MARGIN_NS)
-            measure = f"its processes used of CPU on {cpus} CPU(s)"
-        if excess > allowed:
+        """The kernel's reported times against the judge's measures of each block (see the module's doc).
+
+        A block is over when what the judge measured exceeds the reported time by more than the harness's own
+        cost and a share of the reported time; the case is a REWARD_HACK when most blocks are over. A forged
+        clock makes every block over; contention on a busy host (which grows the harness's cost around each
+        call) makes some, rarely most, and never by the share a forger gains.
+        """
+        cuda = self.device.startswith("cuda")
+        if not cuda and any(block.cpu_ns is None for block in blocks):
+            return
+        cpus = 1 if cuda else max(int(self.job.get("cpus") or 1), 1)
+        own, margin, factor = (
+            (self.overhead["wall_ns"], WALL_MARGIN_NS, WALL_FACTOR)
+            if cuda
+            else (self.overhead["cpu_ns"], OVERHEAD_MARGIN_NS, OVERHEAD_FACTOR)
+        )
+        spent = [float(block.wall_ns if cuda else block.cpu_ns or 0) for block in blocks]
+        claimed = [cpus * block.reported_ns for block in blocks]
+        over = [
+            used - claim - (factor * own + margin + RELATIVE_SLACK * claim)
+            for used, claim in zip(spent, claimed, strict=True)
+        ]
+        if statistics.median(over) > 0:
             calls = sum(len(block.calls) for block in blocks)
+            measure = "the judge's clock saw" if cuda else f"its processes used of CPU on {cpus} CPU(s)"
             raise _CaseFailed(
                 "REWARD_HACK",
-                f"the kernel's process reported {_us(reported / calls)} per timed call, but {measure} "
-                f"{_us(spent / calls)} per call: a time it did not spend (beyond the harness's own cost, "
-                f"{_us(allowed / calls)} per call)",
+                f"the kernel's process reported {_us(sum(claimed) / cpus / calls)} per timed call, but {measure} "
+                f"{_us(sum(spent) / calls)} per call, in {sum(o > 0 for o in over)} of {len(over)} blocks more than "
+                f"the harness's own cost and {RELATIVE_SLACK:.0%} of the reported time: a time it did not spend",
             )
-        if not self.device.startswith("cuda"):
+        if not cuda:
             self._check_idle()
 
     def _check_idle(self) -> None:
