@@ -430,8 +430,11 @@ class CaseJudge:
         result["samples"] = [call.reported_ns for block in blocks for call in block.calls]
         result["reference_samples"] = [sample for block in reference_blocks for sample in block]
         if len(reference_blocks) > 1:
-            first, last = statistics.median(reference_blocks[0]), statistics.median(reference_blocks[-1])
-            result["reference_drift"] = last / first if first > 0 else None
+            # Halves, not the first and last blocks alone: a block of ten samples on a busy host is mostly noise.
+            half = len(reference_blocks) // 2
+            early = statistics.median(sample for block in reference_blocks[:half] for sample in block)
+            late = statistics.median(sample for block in reference_blocks[-half:] for sample in block)
+            result["reference_drift"] = late / early if early > 0 else None
         return result
 
     def _block(self, count: int, what: str, *, check_share: float, first: int = 0) -> Block:

@@ -58,7 +58,8 @@ class CaseResult(_Closed):
     latency: Latency | None = None
     reference_latency: Latency | None = None
     speedup: Speedup | None = None
-    # The reference's median in the last interleaved block over the first: far from 1, the host drifted.
+    # The reference's median in the later half of its interleaved blocks over the earlier: far from 1, the host
+    # drifted.
     reference_drift: float | None = None
 
 

@@ -128,7 +128,7 @@ class Measured:
     latency: Estimate | None = None
     # Per case, the reference's latency over the kernel's, timed interleaved; empty unless every case has one.
     case_speedups: tuple[Estimate, ...] = ()
-    # Per case, the reference's median in the last interleaved block over the first.
+    # Per case, the reference's median in the later half of its interleaved blocks over the earlier half.
     drifts: tuple[float, ...] = ()
     # The status of the second evaluation on fresh inputs, where the first ended in a correctness failure.
     confirmation: str | None = None
@@ -284,8 +284,8 @@ def _timing_verdict(compared: _Compared, drifts: tuple[float, ...], tolerance: f
         return Verdict(NOT_REPRODUCED, said, tolerance)
     if abs(worst_drift - 1) > tolerance:
         said = (
-            f"every case passed, but the reference's own latency drifted {worst_drift:.2f}× between the first "
-            f"and last interleaved blocks (beyond ±{tolerance:.0%}): too noisy to tell"
+            f"every case passed, but the reference's own latency drifted {worst_drift:.2f}× between the earlier "
+            f"and later halves of its interleaved blocks (beyond ±{tolerance:.0%}): too noisy to tell"
         )
         return Verdict(INCONCLUSIVE, said, tolerance, retry=True)
     if slowdown.high <= 1 + tolerance:
