@@ -8,7 +8,8 @@ temporary folder (nothing is written under PATH or in this repository), and
 each examples/<language>/<problem>/solution_*.json is run with
 `python -m harness run --protocol sol-execbench` against the definition.json,
 workload.jsonl and reference.py beside it. The table shows the harness's exit
-status, the evaluation's status and its reason (or the error for exit 2).
+status, the evaluation's status, its reason (or the error for exit 2) and the
+wall time of the harness's run.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,18 +63,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
     parser.add_argument("--warmup", type=int, default=1, help="warm-up iterations per case (default 1)")
     parser.add_argument("--iterations", type=int, default=3, help="timed iterations per case (default 3)")
-    parser.add_argument("--timeout", type=float, default=300, help="the harness's time limit per example")
+    parser.add_argument(
+        "--timeout", type=float, default=900, help="the harness's time limit per example (default 900 s)"
+    )
     parser.add_argument("--unsandboxed", action="store_true", help="pass --unsandboxed to the harness")
     arguments = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="sol-examples-") as temporary:
         examples = extract_examples(arguments.repo, arguments.revision, Path(temporary))
         solutions = sorted(examples.glob("*/*/solution_*.json"))
-        print("| example | languages | exit | status | reason |\n|---|---|---|---|---|")
+        print("| example | languages | exit | status | reason | seconds |\n|---|---|---|---|---|---|")
         for solution in solutions:
             languages = ", ".join(json.loads(solution.read_text())["spec"].get("languages") or [])
+            started = time.monotonic()
             code, status, reason = run_example(solution, arguments)
+            seconds = time.monotonic() - started
             name = solution.relative_to(examples).as_posix()
-            print(f"| {name} | {languages} | {code} | {status} | {reason.replace('|', '/')} |", flush=True)
+            row = [name, languages, str(code), status, reason.replace("|", "/"), f"{seconds:.0f}"]
+            print("| " + " | ".join(row) + " |", flush=True)
     return 0
 
 
