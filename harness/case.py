@@ -170,6 +170,14 @@ class KernelLink:
         cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
         return Block(calls=calls, cpu_ns=cpu, wall_ns=wall)
 
+    def staged(self, case: Mapping[str, Any], inputs: Mapping[str, Any]) -> list[Any]:
+        """A call's arguments written into the next slot as the kernel's are, for the reference to be timed on:
+        the same memory, written by this process, at a slot's distance (in memory exchanged between processes
+        and in a process's own, the same reference measured 1.4x apart)."""
+        self.slot = (self.slot + 1) % self.slots(case)
+        _, _, (places, _) = self._place(case, inputs, self.slot)
+        return [self._view(places[name]) if name in places else value for name, value in inputs.items()]
+
     def _place(
         self, case: Mapping[str, Any], inputs: Mapping[str, Any], slot: int
     ) -> tuple[dict[str, Any], dict[str, torch.Tensor], tuple[dict[str, Placement], list[Placement]]]:
@@ -453,8 +461,13 @@ class CaseJudge:
         return block
 
     def _time_references(self, count: int) -> list[float]:
-        """The reference timed as the kernel is: every call's inputs built first, then the calls back to back."""
-        argument_sets = [list(self._inputs(_secret.getrandbits(63)).values()) for _ in range(count)]
+        """The reference timed as the kernel is: every call's inputs built first (on the CPU, in the exchange's
+        slots, as the kernel's are), then the calls back to back."""
+        input_sets = [self._inputs(_secret.getrandbits(63)) for _ in range(count)]
+        if self.device.startswith("cuda"):
+            argument_sets = [list(inputs.values()) for inputs in input_sets]
+        else:
+            argument_sets = [self.kernel.staged(self.case, inputs) for inputs in input_sets]
         try:
             return [time_reference(self.reference_run, arguments, self.device) for arguments in argument_sets]
         except Exception as error:

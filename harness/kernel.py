@@ -32,6 +32,7 @@ from harness.exchange import DTYPE_BYTES, ChannelError, LineChannel, map_exchang
 from harness.failures import failure_status, failure_text
 from harness.gpu_timing import CuptiTimer
 from harness.sandbox import drop_privileges
+from harness.timing import warm
 
 # Address space beyond the memory limit for what the runtime maps without using (thread stacks, arenas).
 _ADDRESS_SPACE_SLACK_MB = 2048
@@ -146,6 +147,7 @@ class Caller:
     def _timed(self, function: Callable[..., Any], arguments: Sequence[Any]) -> tuple[Any, float]:
         torch = self.torch
         if not self.cuda:
+            warm(arguments)
             start = self.clock()
             returned = function(*arguments)
             return returned, float(self.clock() - start)
