@@ -422,6 +422,25 @@ class CaseJudge:
     # -- timing --------------------------------------------------------------
 
     def _timed(self) -> dict[str, Any]:
+        try:
+            blocks, reference_blocks = self._timing()
+        except _ClockFailed:
+            # Timed again before it counts, as a correctness failure is confirmed: a forged clock fails every
+            # time, a burst of the host's (or of a garbage collection outside the calls) rarely twice running.
+            blocks, reference_blocks = self._timing()
+        result = self._result("PASSED", None)
+        result["samples"] = [call.reported_ns for block in blocks for call in block.calls]
+        result["reference_samples"] = [sample for block in reference_blocks for sample in block]
+        if len(reference_blocks) > 1:
+            # Halves, not the first and last blocks alone: a block of ten samples on a busy host is mostly noise.
+            half = len(reference_blocks) // 2
+            early = statistics.median(sample for block in reference_blocks[:half] for sample in block)
+            late = statistics.median(sample for block in reference_blocks[-half:] for sample in block)
+            result["reference_drift"] = late / early if early > 0 else None
+        return result
+
+    def _timing(self) -> tuple[list[Block], list[list[float]]]:
+        """Warm-up, then the kernel's timed blocks interleaved with the reference's, the clock checked."""
         warmup, iterations = self.job["warmup"], self.job["iterations"]
         size = int(self.overhead["calls"])
         for count in _blocks(warmup, -(-warmup // size)) if warmup else []:
@@ -434,16 +453,7 @@ class CaseJudge:
             blocks.append(self._block(count, "timed call", check_share=CHECKED_SHARE, first=len(blocks) * size))
             reference_blocks.append(self._time_references(count))
         self._check_clock(blocks)
-        result = self._result("PASSED", None)
-        result["samples"] = [call.reported_ns for block in blocks for call in block.calls]
-        result["reference_samples"] = [sample for block in reference_blocks for sample in block]
-        if len(reference_blocks) > 1:
-            # Halves, not the first and last blocks alone: a block of ten samples on a busy host is mostly noise.
-            half = len(reference_blocks) // 2
-            early = statistics.median(sample for block in reference_blocks[:half] for sample in block)
-            late = statistics.median(sample for block in reference_blocks[-half:] for sample in block)
-            result["reference_drift"] = late / early if early > 0 else None
-        return result
+        return blocks, reference_blocks
 
     def _block(self, count: int, what: str, *, check_share: float, first: int = 0) -> Block:
         """A block of calls on fresh inputs; after it, each call's outputs checked with probability `check_share`."""
@@ -500,7 +510,7 @@ class CaseJudge:
         if statistics.median(over) > 0:
             calls = sum(len(block.calls) for block in blocks)
             measure = "the judge's clock saw" if cuda else f"its processes used of CPU on {cpus} CPU(s)"
-            raise _CaseFailed(
+            raise _ClockFailed(
                 "REWARD_HACK",
                 f"the kernel's process reported {_us(sum(claimed) / cpus / calls)} per timed call, but {measure} "
                 f"{_us(sum(spent) / calls)} per call, in {sum(o > 0 for o in over)} of {len(over)} blocks more than "
@@ -515,7 +525,7 @@ class CaseJudge:
         time.sleep(IDLE_WINDOW_S)
         after = self.kernel.cpu_ns()
         if before is not None and after is not None and after - before > IDLE_CPU_NS:
-            raise _CaseFailed(
+            raise _ClockFailed(
                 "REWARD_HACK",
                 f"the solution kept working after its calls returned ({_us(after - before)} of CPU "
                 f"in {IDLE_WINDOW_S * 1000:.0f} ms between calls)",
@@ -538,6 +548,13 @@ class _CaseFailed(Exception):  # noqa: N818 (a verdict, not an error)
         self.reason = reason
         self.max_abs = max_abs
         self.max_rel = max_rel
+
+
+class _ClockFailed(_CaseFailed):
+    """The kernel's reported times do not stand against the judge's measures: a REWARD_HACK once confirmed."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(status, f"{reason} (in each of two timings)")
 
 
 def _blocks(total: int, count: int) -> list[int]:
