@@ -57,7 +57,13 @@ TAMPERING = "REWARD_HACK"
 # rerun's absolute latency with the reported one, whatever host either ran on. Version 2 called a rerun
 # whose reference drifted, or whose interval was wide, inconclusive even when the whole interval lay far
 # beyond the tolerance (a claim 20 times too fast, on a loaded machine).
-RULE_VERSION = 3
+RULE_VERSION = 4
+# How much slower than claimed a rerun must be, beyond the tolerance, to call the claim not reproduced: the
+# spread between whole evaluations of one honest kernel, which no single rerun's interval shows. Measured on the
+# 2-core development VM, quiet, three evaluations each of the demo's eight honest kernels: up to 1.48x
+# (gemm-row-loop's speedup 0.127 to 0.188), 1.16x for rmsnorm-vectorised. Slower than claimed by less than
+# this is inconclusive: noise must make a rerun undecided, never wrong.
+RUN_TO_RUN = 1.5
 
 EVIDENCE_RULE = (
     "The latest conclusive KernelIndex rerun on the run's own hardware class decides its evidence level "
@@ -65,8 +71,9 @@ EVIDENCE_RULE = (
     "with the kernel; where the source reported a speedup against the reference, the speedups are compared, "
     "otherwise the latencies. Reproduced when every case passes and the kernel is at least as fast as "
     "claimed, within the tolerance. Not reproduced when a correctness failure is confirmed by a second "
-    "evaluation on fresh inputs, when the kernel is slower than claimed beyond the tolerance and outside the "
-    "rerun's 95 % interval, or when it tampered with its evaluation. Inconclusive when the rerun is too noisy "
+    "evaluation on fresh inputs, when even the fast end of the rerun's 95 % interval is slower than claimed "
+    "beyond the tolerance and beyond the spread between whole evaluations of one kernel ({run_to_run}), or "
+    "when it tampered with its evaluation. Inconclusive when the rerun is too noisy "
     "to tell (its 95 % interval reaches further from its median than the tolerance, or the reference drifted "
     "by more than the tolerance between interleaved blocks), unless even the fast end of its interval, moved "
     "further by that drift, is slower than claimed beyond the tolerance; or when the evaluation itself failed: "
@@ -76,7 +83,7 @@ EVIDENCE_RULE = (
 
 def evidence_rule(tolerance: float, version: int = RULE_VERSION) -> str:
     """The rule as the pages state it, with the tolerance (a fraction) it was applied with."""
-    return EVIDENCE_RULE.format(version=version, tolerance=f"±{tolerance:.0%}")
+    return EVIDENCE_RULE.format(version=version, tolerance=f"±{tolerance:.0%}", run_to_run=f"{RUN_TO_RUN:g}×")
 
 
 @dataclass(frozen=True)
@@ -272,12 +279,14 @@ def _timing_verdict(compared: _Compared, drifts: tuple[float, ...], tolerance: f
     slowdown = compared.slowdown
     # The reference's drift, either way, as a factor by which the machine's speed moved during the rerun.
     drift_margin = max(worst_drift, 1 / worst_drift) if worst_drift > 0 else math.inf
-    if slowdown.low / drift_margin > 1 + tolerance:
+    convicting = (1 + tolerance) * RUN_TO_RUN
+    if slowdown.low / drift_margin > convicting:
         # Even the fast end of the interval, moved further by the drift, misses the claim beyond the tolerance:
         # no noise the rerun saw can change the answer, so the noise does not make it inconclusive.
         said = (
             f"every case passed, but {compared.describe} is {compared.ratio_text}: slower than claimed "
-            f"beyond ±{tolerance:.0%} even at the fast end of its 95 % interval"
+            f"beyond ±{tolerance:.0%} and the {RUN_TO_RUN:g}× spread between evaluations, even at the fast end "
+            "of its 95 % interval"
         )
         if drift_margin > 1 + tolerance:
             said += f", allowing for the reference's {worst_drift:.2f}× drift between interleaved blocks"
@@ -304,12 +313,18 @@ def _timing_verdict(compared: _Compared, drifts: tuple[float, ...], tolerance: f
     if slowdown.median <= 1 + tolerance:
         said = f"every case passed; {compared.describe} is {compared.ratio_text}: as claimed within ±{tolerance:.0%}"
         return Verdict(REPRODUCED, said, tolerance)
-    if slowdown.low > 1:
+    if slowdown.low > convicting:
         said = (
             f"every case passed, but {compared.describe} is {compared.ratio_text}: slower than claimed "
-            f"beyond ±{tolerance:.0%} and outside its 95 % interval"
+            f"beyond ±{tolerance:.0%} and the {RUN_TO_RUN:g}× spread between evaluations, outside its 95 % interval"
         )
         return Verdict(NOT_REPRODUCED, said, tolerance)
+    if slowdown.low > 1 + tolerance:
+        said = (
+            f"every case passed; {compared.describe} is {compared.ratio_text}: slower than claimed beyond "
+            f"±{tolerance:.0%}, but within the {RUN_TO_RUN:g}× spread between whole evaluations of one kernel"
+        )
+        return Verdict(INCONCLUSIVE, said, tolerance, retry=True)
     said = (
         f"every case passed; {compared.describe} is {compared.ratio_text}: slower than claimed beyond "
         f"±{tolerance:.0%}, but the claim lies inside its 95 % interval"
