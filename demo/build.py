@@ -14,15 +14,13 @@ a judge process apart from the kernel's, fresh inputs every call, the
 reference timed interleaved with the solution) measured for each solution on
 the two-core AMD EPYC this demo was made on, single-threaded
 (`OMP_NUM_THREADS=1 python -m harness run ... --device cpu`: sandboxed, 10
-warm-up and 50 timed calls per case), on 2026-12-01 between 15:19 and 15:23
-UTC with the machine loaded (1-minute load average 1.6 to 3.3 on its two
-cores: other benchmarks ran beside it). Each case carries the solution's
+warm-up and 50 timed calls per case), on 2026-12-01 between 16:37 and 16:39
+UTC on a quiet machine (1-minute load average 0.2 to 1.2). Each case carries the solution's
 median and the reference's median from the same evaluation, so a rerun
 compares speedups over the reference rather than latencies measured another
-day; of three evaluations each, the one with the middle suite speedup. Under
-that load three evaluations of one solution differed by up to 2.4 times in
-suite speedup (rmsnorm-row-loop 0.05 to 0.12, rmsnorm-vectorised 0.60 to
-0.85). The harness times no solution that fails correctness, so
+day; of three evaluations each, the one with the middle suite speedup. Three
+evaluations of one solution differed by up to 1.48 times in suite speedup
+(gemm-row-loop 0.127 to 0.188, rmsnorm-vectorised 0.80 to 0.93). The harness times no solution that fails correctness, so
 softmax-exp2's latencies come from an evaluation with its own kernel as the
 reference (`--reference`), and its reference latencies from softmax-fused's.
 Two runs are reported wrongly on purpose, so that reruns have something to
