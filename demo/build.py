@@ -20,8 +20,8 @@ median and the reference's median from the same evaluation, so a rerun
 compares speedups over the reference rather than latencies measured another
 day; of three evaluations each, the one with the middle suite speedup. Three
 evaluations of one solution differed by up to 1.48 times in suite speedup
-(gemm-row-loop 0.127 to 0.188, rmsnorm-vectorised 0.80 to 0.93). The harness times no solution that fails correctness, so
-softmax-exp2's latencies come from an evaluation with its own kernel as the
+(gemm-row-loop 0.127 to 0.188, rmsnorm-vectorised 0.80 to 0.93). The harness
+times no solution that fails correctness, so softmax-exp2's latencies come from an evaluation with its own kernel as the
 reference (`--reference`), and its reference latencies from softmax-fused's.
 Two runs are reported wrongly on purpose, so that reruns have something to
 catch:
