@@ -14,11 +14,13 @@ PORT ?= 8000
 
 .PHONY: run setup sandbox serve worker beat test check clean
 
-# The web app's requirements, the development tools, and the harness's (PyTorch) for reruns.
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-harness.txt
+# The web app's requirements, the development tools, and the harness's (PyTorch) for reruns; on a host with an
+# NVIDIA driver, the harness's CUDA requirements too (CUPTI, with which the kernel's calls are timed).
+HARNESS_REQUIREMENTS := $(if $(shell command -v nvidia-smi),requirements-harness-cuda.txt,requirements-harness.txt)
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-harness.txt requirements-harness-cuda.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements-dev.txt -r requirements-harness.txt
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt -r $(HARNESS_REQUIREMENTS)
 	touch $@
 
 # Reruns run solutions in bubblewrap, from the distribution's packages. As root it is installed here;
