@@ -122,10 +122,10 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def save_model(self, request: HttpRequest, obj: Run, form: Any, change: bool) -> None:
         reason = form.cleaned_data.get("withdrawn_reason", "")
         if reason.strip():
-            withdraw_run(obj, reason)
+            withdraw_run(obj, reason, by=request.user)
             messages.info(request, f"Run {obj.run_id} is withdrawn; its record stays as a tombstone.")
         elif obj.withdrawn_at is not None:
-            restore_run(obj)
+            restore_run(obj, by=request.user)
             messages.info(request, f"Run {obj.run_id} is restored.")
 
     def construct_change_message(self, request: HttpRequest, form: Any, formsets: Any, add: bool = False) -> Any:
@@ -140,7 +140,7 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.action(description="Restore the selected withdrawn runs", permissions=["change"])
     def restore(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
         for run in queryset.exclude(withdrawn_at=None):
-            restore_run(run)
+            restore_run(run, by=request.user)
             self.log_change(request, run, "Restored (moderation action).")
 
     @admin.display(description="moderation history")

@@ -419,6 +419,27 @@ class EvidenceChange(models.Model):
         return rule_label(self.rule_version, self.tolerance)
 
 
+class RunStatusChange(models.Model):
+    """Each withdrawal and restore of a run, for its public history; who did it stays with the moderators."""
+
+    class Action(models.TextChoices):
+        WITHDRAWN = "withdrawn"
+        RESTORED = "restored"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="status_changes")
+    action = models.CharField(max_length=16, choices=Action.choices)
+    reason = models.TextField(blank=True)
+    at = models.DateTimeField()
+    # Never shown publicly: the admin's own log says who, for moderators.
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.run} {self.action} {self.at:%Y-%m-%d}"
+
+
 def rule_label(version: int | None, tolerance: float | None) -> str:
     """The evidence rule a decision was made by, as pages quote it: 'rule 2, tolerance ±10%'."""
     if version is None:
