@@ -126,6 +126,8 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    # Its OpClass in index expressions: the search's trigram indexes (runs migration 0007, PostgreSQL only).
+    "django.contrib.postgres",
     "django_htmx",
     "template_partials",
     "runs",

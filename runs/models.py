@@ -12,7 +12,9 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.contrib.postgres.indexes import GinIndex, OpClass
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce, Upper
 from django.urls import reverse
 
 from records.canonical import DIGEST_LENGTH, parse_json
@@ -125,6 +127,15 @@ class ComparisonGroup(models.Model):
     native_order = models.CharField(
         max_length=32, blank=True, help_text="The source's own ranking metric (higher first), if it publishes one."
     )
+    # Figures kept by every writer that changes the group's runs (runs.figures.refresh_group_figures), so that
+    # pages read them here instead of counting a group's runs: its listed runs, the ranked ones (RANKED), and
+    # the fastest of those.
+    run_count = models.PositiveIntegerField(default=0)
+    ranked_count = models.PositiveIntegerField(default=0)
+    best_latency_ns = models.FloatField(null=True, blank=True)
+    best_run = models.ForeignKey(
+        "Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
 
     def __str__(self) -> str:
         return f"{self.definition or 'unknown definition'} · {self.hardware} · {self.harness} {self.harness_version}"
@@ -184,6 +195,20 @@ class ImportLog(models.Model):
 LISTED = Q(withdrawn_at=None)
 RANKABLE = LISTED & Q(status__in=RANKABLE_STATUSES, latency_ns__isnull=False)
 UNRANKED = LISTED & ~Q(status__in=RANKABLE_STATUSES, latency_ns__isnull=False)
+# A KernelIndex leaderboard lists a group's runs in four parts, in this order (runs.selectors.latency_order):
+# the ranked runs, then the rankable runs a rerun did not reproduce (ranked after all the others), then the
+# unranked runs that have a latency, then those without one. Each part has an index of its own on
+# (group, latency, run id), whose condition is the part's Q, so a page is read from an index in order.
+NOT_REPRODUCED = Q(evidence="not_reproduced")
+RANKED = RANKABLE & ~NOT_REPRODUCED
+DEMOTED = RANKABLE & NOT_REPRODUCED
+UNRANKED_MEASURED = LISTED & Q(latency_ns__isnull=False) & ~Q(status__in=RANKABLE_STATUSES)
+UNMEASURED = LISTED & Q(latency_ns=None)
+
+
+# The date lists sort by, and the order itself; the run_newest index is on exactly these expressions.
+DATED = Coalesce("observed_at", "published_at")
+NEWEST_FIRST = (DATED.desc(), F("run_id").desc())
 
 
 class RunQuerySet(models.QuerySet["Run"]):
@@ -198,8 +223,13 @@ class RunQuerySet(models.QuerySet["Run"]):
         """Listed runs that cannot be ranked: failed, incorrect, or without a latency."""
         return self.filter(UNRANKED)
 
+    def ranked(self) -> RunQuerySet:
+        """Rankable runs that no rerun has failed to reproduce: the runs a group's figures and #1 count."""
+        return self.filter(RANKED)
+
     def newest_first(self) -> RunQuerySet:
-        return self.order_by("-published_at", "-observed_at", "-id")
+        """Lists' order: by the date a run was observed at its source (else published here), newest first."""
+        return self.order_by(*NEWEST_FIRST)
 
 
 class Run(models.Model):
@@ -250,6 +280,11 @@ class Run(models.Model):
     source_score = models.FloatField(null=True, blank=True)
     source_rank = models.PositiveIntegerField(null=True, blank=True)
     on_public_board = models.BooleanField(default=True)
+    # How many of each the run has, kept by their writers (runs.figures), so that its page asks only for what
+    # it has: reruns requested, evidence changes, approved notes and reproductions.
+    rerun_count = models.PositiveIntegerField(default=0)
+    evidence_change_count = models.PositiveIntegerField(default=0)
+    note_count = models.PositiveIntegerField(default=0)
 
     observed_at = models.DateTimeField(null=True, blank=True)
     published_at = models.DateTimeField(auto_now_add=True)
@@ -267,13 +302,27 @@ class Run(models.Model):
         indexes = [
             # A group's runs as leaderboards read them: a page, a run's rank (a count of the runs
             # ahead) and a group's #1 read one of these two indexes alone.
-            models.Index(fields=["group", "latency_ns", "id"], name="run_group_rankable", condition=RANKABLE),
-            models.Index(fields=["group", "latency_ns", "id"], name="run_group_unranked", condition=UNRANKED),
-            models.Index(fields=["group", "source_rank"], name="run_group_source_rank"),
-            models.Index(fields=["-published_at", "-observed_at", "-id"], name="run_newest"),
-            models.Index(fields=["definition"], name="run_definition"),
-            models.Index(fields=["source", "-published_at"], name="run_source_newest"),
-            models.Index(fields=["hardware"], name="run_hardware"),
+            models.Index(fields=["group", "latency_ns", "run_id"], name="run_group_ranked", condition=RANKED),
+            models.Index(fields=["group", "latency_ns", "run_id"], name="run_group_demoted", condition=DEMOTED),
+            models.Index(
+                fields=["group", "latency_ns", "run_id"], name="run_group_unranked", condition=UNRANKED_MEASURED
+            ),
+            models.Index(fields=["group", "run_id"], name="run_group_unmeasured", condition=UNMEASURED),
+            models.Index(
+                "group", "source_rank", "run_id", name="run_group_source_rank", condition=Q(source_rank__isnull=False)
+            ),
+            # Lists page newest first by keyset (runs/keyset.py): each reads its page from one of these.
+            # (Ascending: PostgreSQL reads them backwards, and a row comparison bounds the scan.)
+            models.Index(DATED, "run_id", name="run_newest"),
+            models.Index("definition", DATED, "run_id", name="run_definition"),
+            models.Index("source", DATED, "run_id", name="run_source_newest"),
+            models.Index("hardware", DATED, "run_id", name="run_hardware"),
+            # Evidence other than "reported" is rare: the filter reads these runs alone.
+            models.Index("evidence", DATED, "run_id", name="run_evidence", condition=~Q(evidence="reported")),
+            # Search by name (runs.search): trigram indexes on PostgreSQL only (migration 0007), which serve
+            # Django's case-insensitive `icontains` and `iexact`, both written on UPPER(column).
+            GinIndex(OpClass(Upper("implementation_name"), name="gin_trgm_ops"), name="run_implementation_trgm"),
+            GinIndex(OpClass(Upper("project"), name="gin_trgm_ops"), name="run_project_trgm"),
         ]
 
     def __str__(self) -> str:
