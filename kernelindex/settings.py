@@ -132,6 +132,7 @@ INSTALLED_APPS = [
     "template_partials",
     "runs",
     "attestations",
+    "api",
 ]
 
 MIDDLEWARE = [
@@ -299,6 +300,8 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 RUNS_PER_PAGE = env_int("RUNS_PER_PAGE", 50)
+# Submissions to POST /api/v1/runs per token and hour (api/endpoints.py); more get 429 with Retry-After.
+API_SUBMISSIONS_PER_HOUR = env_int("API_SUBMISSIONS_PER_HOUR", 60)
 # How long a rendered public page stays in the cache (web/cache.py); 0 renders every request,
 # the default in development, where templates change under a running server.
 PAGE_CACHE_SECONDS = env_int("PAGE_CACHE_SECONDS", 0 if DEBUG else 24 * 3600)

@@ -9,6 +9,7 @@ admin.site.login_form = ThrottledAdminLoginForm
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/v1/", include("api.urls")),
     path("", include("runs.urls")),
     path("", include("attestations.urls")),
 ]

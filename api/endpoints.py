@@ -1,0 +1,259 @@
+"""The API under /api/v1/: submissions with a bearer token, and reads built as the pages' `.json` twins build theirs.
+
+Every read reuses a twin's builder (runs/serializers.py) on the page's own
+context (runs/pages.py), so the API and the twins cannot disagree; the list of
+runs adds keyset pagination to the home page's filters (runs/forms.py).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.urls import reverse
+from ninja import NinjaAPI, Query, Router, Status
+from ninja.errors import AuthenticationError
+from ninja.security import HttpBearer
+
+from api import schemas
+from api.docs import ServerSideDocs
+from api.models import ApiToken, authenticate_token
+from api.submissions import MAX_BODY_BYTES, MAX_RUNS, OutOfScopeError, SubmissionRefusedError, problem, submit
+from attestations import ratelimit
+from records.errors import RecordError
+from runs import pages, serializers
+from runs.forms import RunSearchForm
+from runs.models import RerunRequest, Run
+from runs.selectors import (
+    get_definition_or_404,
+    get_group_or_404,
+    get_run_or_404,
+    rerun_rows,
+    run_documents,
+    run_hardware_class,
+    run_manifest_text,
+)
+
+RATE_WINDOW_SECONDS = 3600
+MAX_LIMIT = 200
+FILTERS = ("q", "source", "gpu", "evidence")
+
+
+class KernelIndexApi(NinjaAPI):
+    def get_openapi_schema(self, *, path_prefix: str | None = None, path_params: Any = None) -> Any:
+        """Ninja's document, plus the manifest's schemas (the request body of a submission is read by the importer,
+        not by ninja, so ninja cannot know them)."""
+        schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        components = schema["components"]["schemas"]
+        schemas.point_at_manifests(components)
+        components.update(schemas.manifest_schemas())
+        return schema
+
+
+class BearerToken(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
+        return authenticate_token(token)
+
+
+api = KernelIndexApi(
+    title="KernelIndex API",
+    version="1",
+    description="Submit native manifests with a bearer token, and read runs, comparison groups, definitions and "
+    "reruns as the site's pages show them.",
+    urls_namespace="api-v1",
+    docs=ServerSideDocs(),
+    docs_url="/docs",
+    # Bodies are spelled as the twins spell them (camelCase, the models' aliases).
+    default_router=Router(by_alias=True),
+)
+
+
+@api.exception_handler(AuthenticationError)
+def unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    presented = bool(request.headers.get("Authorization"))
+    response = JsonResponse(
+        {"detail": "unknown or revoked token" if presented else "send Authorization: Bearer <token>"}, status=401
+    )
+    # RFC 6750: the scheme, and what was wrong with a token that was sent.
+    response["WWW-Authenticate"] = 'Bearer realm="KernelIndex API"' + (', error="invalid_token"' if presented else "")
+    return response
+
+
+@api.exception_handler(Http404)
+def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return JsonResponse({"detail": str(exc) or "not found"}, status=404)
+
+
+def _problem(status: int, detail: str) -> JsonResponse:
+    return JsonResponse({"detail": detail}, status=status)
+
+
+# -- submissions ---------------------------------------------------------------------
+
+SUBMISSION_BODY = {
+    "required": True,
+    "description": f"A native manifest, a JSON array of them, or JSON lines of them (at most {MAX_RUNS} runs and "
+    f"{MAX_BODY_BYTES} bytes). Without a content type, the content tells which.",
+    "content": {
+        "application/json": {
+            "schema": {
+                "oneOf": [{"$ref": schemas.MANIFEST_REF}, {"type": "array", "items": {"$ref": schemas.MANIFEST_REF}}]
+            }
+        },
+        "application/x-ndjson": {"schema": {"type": "string", "description": "One Manifest per line."}},
+    },
+}
+
+
+@api.post(
+    "/runs",
+    auth=BearerToken(),
+    operation_id="submitRuns",
+    summary="Submit runs",
+    response={
+        200: schemas.Submission,
+        201: schemas.Submission,
+        401: schemas.Problem,
+        403: schemas.SubmissionProblem,
+        413: schemas.Problem,
+        415: schemas.Problem,
+        422: schemas.SubmissionProblem,
+        429: schemas.Problem,
+    },
+    openapi_extra={"requestBody": SUBMISSION_BODY},
+)
+def submit_runs(request: HttpRequest) -> Any:
+    """Import native manifests as `import_runs` does: all or nothing, content-addressed, idempotent.
+
+    201 when something new was stored, 200 when every run was stored before exactly so. A run appears as
+    "reported"; its Implementation document may carry the solution's sources, so that a moderator can rerun it.
+    """
+    token: ApiToken = request.auth  # type: ignore[attr-defined]
+    limit = settings.API_SUBMISSIONS_PER_HOUR
+    if wait := ratelimit.take(f"api:submissions:{token.pk}", limit, RATE_WINDOW_SECONDS):
+        response = _problem(429, f"more than {limit} submissions an hour with this token; try again later")
+        response["Retry-After"] = str(wait)
+        return response
+    try:
+        accepted = submit(request, token)
+    except SubmissionRefusedError as refused:
+        return _problem(refused.status, refused.detail)
+    except RecordError as error:
+        status = 403 if isinstance(error, OutOfScopeError) else 422
+        return JsonResponse(problem(error), status=status)
+    runs = [
+        {
+            "runId": run_id,
+            "url": request.build_absolute_uri(reverse("runs:detail", args=[run_id])),
+            "digest": d,
+            "line": n,
+        }
+        for run_id, d, n in accepted.runs
+    ]
+    result = accepted.result
+    body = {"created": result.created, "updated": result.updated, "unchanged": result.unchanged, "runs": runs}
+    return Status(201 if accepted.stored_anything else 200, body)
+
+
+# -- reads ---------------------------------------------------------------------------
+
+
+@api.get("/runs", operation_id="listRuns", summary="List runs", response={200: schemas.RunPage, 422: schemas.Problem})
+def list_runs(
+    request: HttpRequest,
+    q: str | None = None,
+    source: str | None = None,
+    gpu: str | None = None,
+    evidence: str | None = None,
+    after: Query[str | None] = None,
+    limit: Query[int] = settings.RUNS_PER_PAGE,
+) -> Any:
+    """Listed runs, newest first, filtered as the home page filters them (q, source, gpu, evidence).
+
+    A page links the next one (`next`): the same filters, `after` the last run id of this page.
+    """
+    if not 1 <= limit <= MAX_LIMIT:
+        return _problem(422, f"limit must be between 1 and {MAX_LIMIT}")
+    params = {name: value for name, value in zip(FILTERS, (q, source, gpu, evidence), strict=True) if value}
+    form = RunSearchForm(params or None)
+    if form.is_bound and not form.is_valid():
+        errors = "; ".join(f"{name}: {' '.join(map(str, messages))}" for name, messages in form.errors.items())
+        return _problem(422, f"invalid filters: {errors}")
+    runs = form.filter(Run.objects.listed().select_related("definition")).order_by("-id")
+    if after:
+        anchor = Run.objects.filter(run_id=after).values_list("id", flat=True).first()
+        if anchor is None:
+            return _problem(422, f"after={after!r} is no run id; use the `next` link of the page before")
+        runs = runs.filter(id__lt=anchor)
+    page = list(runs[: limit + 1])
+    more, page = len(page) > limit, page[:limit]
+    return {
+        "filters": params,
+        "runs": [serializers.run_summary(run) for run in page],
+        "next": _next_page(request, page[-1].run_id) if more else None,
+    }
+
+
+def _next_page(request: HttpRequest, after: str) -> str:
+    query = request.GET.copy()
+    query["after"] = after
+    return request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+
+
+@api.get(
+    "/runs/{run_id}", operation_id="getRun", summary="A run", response={200: schemas.RunDetail, 404: schemas.Problem}
+)
+def get_run(request: HttpRequest, run_id: str) -> Any:
+    """A run's summary, and its canonical manifest with its evidence and reruns, as its `.json` twin serves it."""
+    run = get_run_or_404(run_id)
+    documents = run_documents(run)
+    environment = documents.get("environment")
+    reruns = pages.reruns_section(run, environment.value if environment else None, may_request_rerun=False)
+    manifest = run_manifest_text(run, documents, serializers.run_index_json(run, reruns))
+    withdrawn = {"at": run.withdrawn_at.isoformat(), "reason": run.withdrawn_reason} if run.withdrawn_at else None
+    return {
+        **serializers.run_summary(run),
+        "manifestUrl": request.build_absolute_uri(reverse("runs:detail_json", args=[run.run_id])),
+        "withdrawn": withdrawn,
+        "manifest": json.loads(manifest),
+    }
+
+
+@api.get(
+    "/groups/{key}",
+    operation_id="getGroup",
+    summary="A comparison group",
+    response={200: schemas.Group, 404: schemas.Problem},
+)
+def get_group(request: HttpRequest, key: str, page: str | None = None, run: str = "") -> Any:
+    """A comparison group's leaderboard, a page at a time (`page`), as its page shows it; `run` highlights one."""
+    return serializers.group_json(request, pages.group_page(get_group_or_404(key), page, run))
+
+
+@api.get(
+    "/definitions/{source}/{path:name}",
+    operation_id="getDefinition",
+    summary="A definition",
+    response={200: schemas.Definition, 404: schemas.Problem},
+)
+def get_definition(request: HttpRequest, source: str, name: str) -> Any:
+    """A benchmark definition, its cases and its comparison groups. Names may hold slashes."""
+    return serializers.definition_json(pages.definition_page(get_definition_or_404(source, name)))
+
+
+@api.get(
+    "/reruns/{rerun_id}",
+    operation_id="getRerun",
+    summary="A rerun",
+    response={200: schemas.Rerun, 404: schemas.Problem},
+)
+def get_rerun(request: HttpRequest, rerun_id: int) -> Any:
+    """A controlled rerun: its state, verdict and the run it produced, as the run page lists it."""
+    found = RerunRequest.objects.select_related("run").filter(pk=rerun_id).first()
+    if found is None:
+        raise Http404(f"No rerun {rerun_id}")
+    run = found.run
+    row = next(row for row in rerun_rows(run, run_hardware_class(run)) if row.request.pk == found.pk)
+    return {"run": {"runId": run.run_id, "url": run.get_absolute_url()}, **serializers.rerun_json(row)}
