@@ -22,8 +22,9 @@ from django.utils.safestring import SafeString
 from attestations.models import Attestation, IssueReport
 from attestations.services import moderate_attestations, set_report_status
 from runs.models import Run
+from runs.selectors import run_scope
 from runs.templatetags.kernelindex import latency
-from web.cache import bump_generation_on_commit
+from web.cache import bump_generation_on_commit, retire_pages_on_commit
 
 # Django's classes take no type parameters at run time; django-stubs' do.
 if TYPE_CHECKING:
@@ -146,3 +147,4 @@ class IssueReportAdmin(RunLinkMixin, IssueReportModelAdmin):
     def save_model(self, request: HttpRequest, obj: IssueReport, form: ModelForm[IssueReport], change: bool) -> None:
         _record_moderator(obj, form, request, change)
         super().save_model(request, obj, form, change)
+        retire_pages_on_commit(run_scope(obj.run.run_id))  # the run page shows the report's status

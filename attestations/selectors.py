@@ -21,6 +21,15 @@ def approved_attestations(run: Run) -> list[Attestation]:
     return list(approved.order_by("-created_at", "-id"))
 
 
+def public_issue_reports(run: Run) -> list[IssueReport]:
+    """The run's issue reports as the public sees them: what kind, when, and where moderation stands.
+
+    Only those fields are loaded: the report's text and the reporter's contact stay with the moderators.
+    """
+    reports = IssueReport.objects.filter(run=run).only("category", "status", "created_at", "run_id")
+    return list(reports.order_by("-created_at", "-id"))
+
+
 @dataclass(frozen=True)
 class AttestationCounts:
     reproductions: int

@@ -17,7 +17,8 @@ from django.utils import timezone
 from attestations.forms import NoteForm, ReportForm
 from attestations.models import Attestation, IssueReport
 from runs.models import Run
-from web.cache import bump_generation_on_commit
+from runs.selectors import run_scope
+from web.cache import bump_generation_on_commit, retire_pages_on_commit
 
 
 def submit_attestation(run: Run, form: NoteForm) -> Attestation:
@@ -34,6 +35,7 @@ def submit_issue_report(run: Run, form: ReportForm) -> IssueReport:
     report.run = run
     report.status = IssueReport.Status.OPEN
     report.save()
+    retire_pages_on_commit(run_scope(run.run_id))  # the run page lists each report's status
     return report
 
 
@@ -48,7 +50,11 @@ def moderate_attestations(attestations: QuerySet[Attestation], status: str, mode
 
 @transaction.atomic
 def set_report_status(reports: QuerySet[IssueReport], status: str, moderator: User) -> int:
-    return _decide(reports, status, moderator, f"Status set to {status} (moderation action).")
+    run_ids = set(reports.values_list("run__run_id", flat=True))
+    changed = _decide(reports, status, moderator, f"Status set to {status} (moderation action).")
+    if changed:
+        retire_pages_on_commit(*(run_scope(run_id) for run_id in run_ids))  # their run pages show the status
+    return changed
 
 
 def _decide(rows: QuerySet[Any], status: str, moderator: User, message: str) -> int:

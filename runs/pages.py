@@ -19,7 +19,7 @@ from django.http import QueryDict
 from django.urls import reverse
 from django.utils import timezone
 
-from attestations.selectors import approved_attestations
+from attestations.selectors import approved_attestations, public_issue_reports
 from records.rerun import evidence_rule
 from records.sources import SourceInfo
 from runs import display
@@ -97,6 +97,7 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
         "manifest_pretty": json.dumps(json.loads(manifest), indent=2, ensure_ascii=False),
         "citation": citation(run, identity["implementation"]),
         "attestations": approved_attestations(run),
+        "issue_reports": public_issue_reports(run),
         **reruns_section(run, values.get("environment"), may_request_rerun=may_request_rerun),
     }
 

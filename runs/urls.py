@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path, re_path
 
-from runs import views
+from runs import feeds, views
 
 app_name = "runs"
 
@@ -13,14 +13,21 @@ urlpatterns = [
     path("runs/<str:run_id>.json", views.run_json, name="detail_json"),
     path("runs/<str:run_id>", views.run_detail, name="detail"),
     path("runs/<str:run_id>/reruns", views.run_reruns, name="reruns"),
+    path("runs/<str:run_id>/badge.svg", views.run_badge, name="badge"),
+    path("runs/<str:run_id>/history", views.run_history, name="history"),
     path("runs/<str:run_id>/rerun", views.request_rerun_view, name="request_rerun"),
     path("documents/<str:digest>.json", views.document_json, name="document"),
+    path("groups/<str:key>/feed.atom", feeds.group_feed, name="group_feed"),
     path("groups/<str:key>.json", views.group_json, name="group_json"),
     path("groups/<str:key>", views.group_detail, name="group"),
     # Definition names may hold slashes (KernelBench's "level1/1_Square_matrix_multiplication_.py").
+    # Before the definition page, which would take "<name>/feed.atom" for a name.
+    re_path(r"^definitions/(?P<source>[^/]+)/(?P<name>.+)/feed\.atom$", feeds.definition_feed, name="definition_feed"),
     re_path(r"^definitions/(?P<source>[^/]+)/(?P<name>.+)\.json$", views.definition_json, name="definition_json"),
     re_path(r"^definitions/(?P<source>[^/]+)/(?P<name>.+)$", views.definition_detail, name="definition"),
+    path("sources/<str:key>/feed.atom", feeds.source_feed, name="source_feed"),
     path("sources/<str:key>.json", views.source_json, name="source_json"),
+    path("reruns/feed.atom", feeds.rerun_feed, name="rerun_feed"),
     path("sources/<str:key>", views.source_detail, name="source"),
     path("compare", views.compare_form, name="compare_form"),
     path("compare/<str:a>/<str:b>.json", views.compare_json, name="compare_json"),

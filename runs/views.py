@@ -15,7 +15,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
-from runs import pages, serializers
+from runs import badges, history, pages, serializers
 from runs.forms import CompareForm, RerunForm
 from runs.reruns import RerunRefusedError, may_request_rerun, queued_message, request_rerun
 from runs.selectors import (
@@ -36,6 +36,7 @@ from web.cache import add_page_scopes, cached_page
 from web.http import HtmxHttpRequest
 
 JSON_CONTENT_TYPE = "application/json"
+SVG_CONTENT_TYPE = "image/svg+xml"
 # The query parameters the home page and index.json read; the page cache keys on these alone (web/cache.py).
 SEARCH_PARAMS = ("q", "source", "gpu", "evidence", "page")
 
@@ -81,7 +82,8 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     # The page shows the run's rank and its group's #1.
     add_page_scopes(request, *run_scopes(run))
     context = pages.run_page(run, run_documents(run), may_request_rerun=may_request_rerun(request.user))
-    return TemplateResponse(request, "runs/run_detail.html", context)
+    # A withdrawn run is gone from every ranking: 410, with the whole record below its tombstone notice.
+    return TemplateResponse(request, "runs/run_detail.html", context, status=410 if run.withdrawn_at else 200)
 
 
 @require_safe
@@ -120,6 +122,8 @@ def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
     """The run's canonical manifest, each document byte for byte the form its digest is computed on,
     with the run's evidence level and reruns beside them (records.manifest.INDEX_MEMBERS)."""
     run = get_run_or_404(run_id)
+    if run.withdrawn_at is not None:
+        return JsonResponse(history.tombstone_json(run), status=410)
     documents = run_documents(run)
     environment = documents.get("environment")
     reruns = pages.reruns_section(run, environment.value if environment else None, may_request_rerun=False)
@@ -127,6 +131,22 @@ def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
     response = HttpResponse(run_manifest_text(run, documents, index), content_type=JSON_CONTENT_TYPE)
     response["Content-Disposition"] = f'inline; filename="run-{run.run_id}.manifest.json"'
     return response
+
+
+@require_safe
+@cached_page(scopes=lambda run_id: [run_scope(run_id)])
+def run_badge(request: HttpRequest, run_id: str) -> HttpResponse:
+    """The run's evidence badge for READMEs and papers; a withdrawn run's says so, with a 410."""
+    run = get_run_or_404(run_id)
+    svg = badges.badge_svg(badges.evidence_badge(run))
+    return HttpResponse(svg, content_type=SVG_CONTENT_TYPE, status=410 if run.withdrawn_at else 200)
+
+
+@require_safe
+@cached_page(scopes=lambda run_id: [run_scope(run_id)])
+def run_history(request: HttpRequest, run_id: str) -> HttpResponse:
+    """Every version of the run, every change of its evidence level, every withdrawal and restore."""
+    return TemplateResponse(request, "runs/history.html", history.history_page(get_run_or_404(run_id)))
 
 
 @require_safe

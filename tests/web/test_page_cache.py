@@ -146,7 +146,9 @@ def test_a_withdrawn_and_restored_run_shows_at_once(
 
     with django_capture_on_commit_callbacks(execute=True):
         withdraw_run(run, "Submitted twice.")
-    assert "Submitted twice." in page_text(client, run_page)
+    withdrawn = client.get(run_page)
+    assert withdrawn.status_code == 410  # gone, with its tombstone
+    assert "Submitted twice." in visible_text(withdrawn.content)
     assert run.run_id not in page_text(client, group_page)
     assert run.run_id not in client.get(f"{group_page}.json").content.decode()
 

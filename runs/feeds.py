@@ -1,0 +1,212 @@
+"""Atom feeds: new runs per source and per definition, a group's new #1, and rerun verdicts.
+
+Each feed is a Django syndication Feed in Atom 1.0; runs/urls.py wraps each in
+the page cache under the scope of the page it follows, so a feed is retired
+with that page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.contrib.syndication.views import Feed
+from django.db.models import F
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.feedgenerator import Atom1Feed
+from django.views.decorators.http import require_safe
+
+from records.sources import SourceInfo
+from runs.models import ComparisonGroup, Definition, RerunRequest, Run, RunQuerySet
+from runs.selectors import (
+    LISTS,
+    definition_scope,
+    get_definition_or_404,
+    get_group_or_404,
+    get_source_or_404,
+    group_scope,
+)
+from runs.templatetags.kernelindex import latency
+from web.cache import cached_page
+
+FEED_ENTRIES = 50
+
+# Django's classes take no type parameters at run time; django-stubs' do.
+if TYPE_CHECKING:
+    RunFeedBase = Feed[Run, Any]
+    RerunFeedBase = Feed[RerunRequest, None]
+else:
+    RunFeedBase = RerunFeedBase = Feed
+
+
+class RunsFeed(RunFeedBase):
+    """What the run feeds share: one entry per run, linked to its page, dated when KernelIndex published it."""
+
+    feed_type = Atom1Feed
+    author_name = settings.SITE_NAME
+
+    def item_title(self, item: Run) -> str:
+        figure = f"{latency(item.latency_ns)} {item.primary_statistic}" if item.latency_ns is not None else "no latency"
+        return f"Run {item.run_id}: {item.implementation_name} on {item.hardware}, {figure}"
+
+    def item_description(self, item: Run) -> str:
+        definition = item.definition.title if item.definition else item.title
+        level = Run.Evidence(item.evidence).label
+        return f"{definition}. {item.source_title}, {item.get_status_display()}; evidence: {level}."
+
+    def item_link(self, item: Run) -> str:
+        return item.get_absolute_url()
+
+    def item_pubdate(self, item: Run) -> datetime:
+        return item.published_at
+
+    def item_updateddate(self, item: Run) -> datetime:
+        return item.updated_at
+
+
+def newest(runs: RunQuerySet) -> list[Run]:
+    return list(runs.listed().newest_first().select_related("definition")[:FEED_ENTRIES])
+
+
+class SourceRunsFeed(RunsFeed):
+    def get_object(self, request: HttpRequest, key: str) -> SourceInfo:
+        return get_source_or_404(key)
+
+    def title(self, obj: SourceInfo) -> str:
+        return f"New runs from {obj.title} · KernelIndex"
+
+    def link(self, obj: SourceInfo) -> str:
+        return reverse("runs:source", args=[obj.key])
+
+    def subtitle(self, obj: SourceInfo) -> str:
+        return f"The newest runs KernelIndex indexed from {obj.title}."
+
+    def items(self, obj: SourceInfo) -> list[Run]:
+        return newest(Run.objects.filter(source=obj.key))
+
+
+class DefinitionRunsFeed(RunsFeed):
+    def get_object(self, request: HttpRequest, source: str, name: str) -> Definition:
+        return get_definition_or_404(source, name)
+
+    def title(self, obj: Definition) -> str:
+        return f"New runs of {obj.title} · KernelIndex"
+
+    def link(self, obj: Definition) -> str:
+        return obj.get_absolute_url()
+
+    def subtitle(self, obj: Definition) -> str:
+        return f"The newest runs of {obj.title} ({obj.source_title}), on every GPU."
+
+    def items(self, obj: Definition) -> list[Run]:
+        return newest(Run.objects.filter(definition=obj))
+
+
+class GroupTopFeed(RunsFeed):
+    """A comparison group's new #1s.
+
+    KernelIndex keeps no log of a group's #1, so the feed derives it from what
+    it stores: it walks the group's listed, rankable runs in the order they were
+    published, and a run is an entry when it beat every run published before it
+    (in the group's own order: the source's score where the source ranks by one,
+    higher first, else the latency, lower first). A run withdrawn since is left
+    out, and the runs after it are judged without it; the entry's date is the
+    day the run was published, not the day it reached the top of the board.
+    """
+
+    def get_object(self, request: HttpRequest, key: str) -> ComparisonGroup:
+        return get_group_or_404(key)
+
+    def title(self, obj: ComparisonGroup) -> str:
+        return f"New #1 in {obj} · KernelIndex"
+
+    def link(self, obj: ComparisonGroup) -> str:
+        return obj.get_absolute_url()
+
+    def subtitle(self, obj: ComparisonGroup) -> str:
+        order = f"by {obj.native_order}, as its source ranks" if obj.native_order else "by latency"
+        return f"Each run that took the top of this comparison group ({order}) when it was published."
+
+    def items(self, obj: ComparisonGroup) -> list[Run]:
+        leaders = top_run_changes(obj)
+        return sorted(leaders, key=lambda run: (run.published_at, run.pk), reverse=True)[:FEED_ENTRIES]
+
+    def item_title(self, item: Run) -> str:
+        return f"New #1: {super().item_title(item)}"
+
+
+def top_run_changes(group: ComparisonGroup) -> list[Run]:
+    """The runs of a group that were its #1 when they were published, in publication order."""
+    runs = Run.objects.rankable().filter(group=group)
+    if group.native_order:
+        runs = group.runs.listed().exclude(source_score=None)
+    ordered = runs.order_by("published_at", "id").values_list("pk", "latency_ns", "source_score")
+    leaders: list[int] = []
+    best: float | None = None
+    for pk, latency_ns, score in ordered.iterator(chunk_size=2000):
+        # Higher scores are better; latencies lower: negate the score so that lower is better for both.
+        value = (None if score is None else -score) if group.native_order else latency_ns
+        if value is not None and (best is None or value < best):
+            best = value
+            leaders.append(pk)
+    return list(Run.objects.filter(pk__in=leaders).select_related("definition"))
+
+
+class RerunVerdictsFeed(RerunFeedBase):
+    """Each finished controlled rerun, with its verdict, newest first; entries link to the rerun run's page."""
+
+    feed_type = Atom1Feed
+    author_name = settings.SITE_NAME
+    title = "Rerun verdicts · KernelIndex"
+    subtitle = "Controlled reruns KernelIndex finished, and what each decided about the run it reran."
+
+    def link(self) -> str:
+        return reverse("runs:home")
+
+    def items(self) -> Iterable[RerunRequest]:
+        finished = RerunRequest.objects.filter(
+            state__in=[RerunRequest.State.SUCCEEDED, RerunRequest.State.FAILED], finished_at__isnull=False
+        )
+        return finished.select_related("run").order_by(F("finished_at").desc(), "-id")[:FEED_ENTRIES]
+
+    def item_title(self, item: RerunRequest) -> str:
+        return f"Run {item.run.run_id}: {verdict_words(item)} (rerun #{item.pk} on {item.hardware})"
+
+    def item_description(self, item: RerunRequest) -> str:
+        parts = [item.verdict_reason or item.failure_reason or f"The rerun {item.state}."]
+        if item.rule_label:
+            parts.append(f"Decided by the evidence {item.rule_label}.")
+        return " ".join(parts)
+
+    def item_link(self, item: RerunRequest) -> str:
+        return f"{item.run.get_absolute_url()}#reruns"
+
+    def item_guid(self, item: RerunRequest) -> str:
+        return f"{settings.SITE_URL}{reverse('runs:detail', args=[item.run.run_id])}#rerun-{item.pk}"
+
+    def item_pubdate(self, item: RerunRequest) -> datetime | None:
+        return item.finished_at
+
+    def item_updateddate(self, item: RerunRequest) -> datetime | None:
+        return item.finished_at
+
+
+def verdict_words(rerun: RerunRequest) -> str:
+    """The verdict as the evidence levels spell it; a finished rerun without one could not decide."""
+    if rerun.verdict:
+        return rerun.verdict_label
+    return "inconclusive" if rerun.state == RerunRequest.State.SUCCEEDED else f"rerun {rerun.state}"
+
+
+# -- the views, each cached under the scope of the page it follows ---------------------
+
+source_feed = require_safe(cached_page(scopes=lambda key: [LISTS])(SourceRunsFeed()))
+definition_feed = require_safe(
+    cached_page(scopes=lambda source, name: [definition_scope(source, name)])(DefinitionRunsFeed())
+)
+group_feed = require_safe(cached_page(scopes=lambda key: [group_scope(key)])(GroupTopFeed()))
+# A verdict retires the lists' scope with its run's (runs/reruns.py), so the lists' scope is this feed's.
+rerun_feed = require_safe(cached_page(scopes=lambda: [LISTS])(RerunVerdictsFeed()))
