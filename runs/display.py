@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from records.sources import default_revision
+from records.sources.hardware import CLASSES, CPU_CLASS, hardware_class_of
 
 # What a comparator checks, for protocols that name one but publish no policy text.
 COMPARATOR_DESCRIPTIONS = {
@@ -244,3 +245,31 @@ def comparability_reasons(left: Any, right: Any) -> list[str]:
     elif left.harness_version != right.harness_version:
         reasons.append(f"they used different harness versions ({left.harness_version} vs {right.harness_version})")
     return reasons
+
+
+def hardware_class_label(name: str) -> str:
+    """A registered hardware class as people name it: 'CPU', 'NVIDIA H100'; '' for a class not registered."""
+    hardware = CLASSES.get(name)
+    if hardware is None:
+        return ""
+    if hardware.name == CPU_CLASS:
+        return "CPU"
+    return f"{hardware.vendor.upper()} {hardware.products[0]}"
+
+
+def hardware_label(product: str, hardware_class: str = "", model: str = "") -> str:
+    """One label per hardware class, plus the model where it says more: 'CPU · AMD EPYC', 'NVIDIA H100 80GB HBM3'.
+
+    `hardware_class` is the environment's explicit class where one is known (a rerun's host names its
+    processor, not 'CPU'); else it is derived from the product. A model that already names its class
+    stands alone, so a GPU is not named twice.
+    """
+    label = hardware_class_label(hardware_class or hardware_class_of(product))
+    detail = (model or product).strip()
+    if not label:
+        return detail or "unknown hardware"
+    if detail.upper() in label.upper():
+        return label
+    if label.upper() in detail.upper():
+        return detail
+    return f"{label} · {detail}"

@@ -243,9 +243,10 @@ class Run(models.Model):
         MEASURED = "measured"
 
     class Evidence(models.TextChoices):
-        REPORTED = "reported"
-        REPRODUCED = "reproduced"
-        NOT_REPRODUCED = "not_reproduced", "not reproduced"
+        # The one spelling of each level; every page, twin and legend reads it here (EVIDENCE_LABELS).
+        REPORTED = "reported", "Reported"
+        REPRODUCED = "reproduced", "Reproduced"
+        NOT_REPRODUCED = "not_reproduced", "Not reproduced"
 
     # Unique through a constraint, not unique=True, which on PostgreSQL also builds a
     # varchar_pattern_ops index for LIKE: every run lookup is by equality.
@@ -344,6 +345,28 @@ class Run(models.Model):
         return self.withdrawn_at is None and self.status in RANKABLE_STATUSES and self.latency_ns is not None
 
 
+# A rerun that could not decide moves no run's level, so no run holds it; pages still name it beside the
+# three levels a run can hold, in the same spelling.
+INCONCLUSIVE = "inconclusive"
+EVIDENCE_LABELS: dict[str, str] = {**dict(Run.Evidence.choices), INCONCLUSIVE: "Inconclusive"}
+# What each level means, for badges' titles and the legend on list pages (DESIGN.md, "Evidence levels").
+EVIDENCE_MEANINGS: dict[str, str] = {
+    Run.Evidence.REPORTED: "As the source published it; no KernelIndex rerun has decided it.",
+    Run.Evidence.REPRODUCED: "A KernelIndex rerun on the run's own hardware class confirmed the claim "
+    "within the stated tolerance.",
+    Run.Evidence.NOT_REPRODUCED: "A KernelIndex rerun confirmed a correctness failure, measured the kernel "
+    "slower than claimed beyond the tolerance, or caught it tampering with its evaluation. "
+    "Ranked after every other run.",
+    INCONCLUSIVE: "A rerun could not decide (too noisy, or the evaluation itself failed); it changes "
+    "nothing and is retried.",
+}
+# Two statuses readers confuse: a passed run was checked for correctness, a measured one was only timed.
+STATUS_MEANINGS: dict[str, str] = {
+    Run.Status.PASSED: "Its outputs were checked against the definition's reference and were correct.",
+    Run.Status.MEASURED: "Only timed, not checked: a timing of the reference implementation itself.",
+}
+
+
 class RunVersion(models.Model):
     """Every run document a run has had; the newest one is the run's current digest."""
 
@@ -438,7 +461,8 @@ class RerunRequest(models.Model):
 
     @property
     def verdict_label(self) -> str:
-        return self.verdict.replace("_", " ")
+        """The verdict in the evidence levels' one spelling ('Not reproduced'); empty while there is none."""
+        return EVIDENCE_LABELS.get(self.verdict, self.verdict)
 
     @property
     def rule_label(self) -> str:
