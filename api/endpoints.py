@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
-from ninja import NinjaAPI, Query, Router, Status
+from ninja import NinjaAPI, Router, Status
 from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer
 
@@ -24,21 +24,19 @@ from api.submissions import MAX_BODY_BYTES, MAX_RUNS, OutOfScopeError, Submissio
 from attestations import ratelimit
 from records.errors import RecordError
 from runs import pages, serializers
-from runs.forms import RunSearchForm
-from runs.models import RerunRequest, Run
+from runs.models import RerunRequest
 from runs.selectors import (
+    RerunRow,
+    document_value,
     get_definition_or_404,
     get_group_or_404,
     get_run_or_404,
-    rerun_rows,
     run_documents,
     run_hardware_class,
     run_manifest_text,
 )
 
 RATE_WINDOW_SECONDS = 3600
-MAX_LIMIT = 200
-FILTERS = ("q", "source", "gpu", "evidence")
 
 
 class KernelIndexApi(NinjaAPI):
@@ -167,39 +165,15 @@ def list_runs(
     source: str | None = None,
     gpu: str | None = None,
     evidence: str | None = None,
-    after: Query[str | None] = None,
-    limit: Query[int] = settings.RUNS_PER_PAGE,
+    after: str | None = None,
 ) -> Any:
-    """Listed runs, newest first, filtered as the home page filters them (q, source, gpu, evidence).
-
-    A page links the next one (`next`): the same filters, `after` the last run id of this page.
-    """
-    if not 1 <= limit <= MAX_LIMIT:
-        return _problem(422, f"limit must be between 1 and {MAX_LIMIT}")
-    params = {name: value for name, value in zip(FILTERS, (q, source, gpu, evidence), strict=True) if value}
-    form = RunSearchForm(params or None)
-    if form.is_bound and not form.is_valid():
+    """Listed runs as the home page lists them: newest first, or most relevant first for a query (`q`), filtered
+    by `source`, `gpu` and `evidence`. A page links the next one (`next`: the same query, `after` its cursor)."""
+    form, page = pages.run_search(request.GET)
+    if form.errors:
         errors = "; ".join(f"{name}: {' '.join(map(str, messages))}" for name, messages in form.errors.items())
         return _problem(422, f"invalid filters: {errors}")
-    runs = form.filter(Run.objects.listed().select_related("definition")).order_by("-id")
-    if after:
-        anchor = Run.objects.filter(run_id=after).values_list("id", flat=True).first()
-        if anchor is None:
-            return _problem(422, f"after={after!r} is no run id; use the `next` link of the page before")
-        runs = runs.filter(id__lt=anchor)
-    page = list(runs[: limit + 1])
-    more, page = len(page) > limit, page[:limit]
-    return {
-        "filters": params,
-        "runs": [serializers.run_summary(run) for run in page],
-        "next": _next_page(request, page[-1].run_id) if more else None,
-    }
-
-
-def _next_page(request: HttpRequest, after: str) -> str:
-    query = request.GET.copy()
-    query["after"] = after
-    return request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+    return serializers.search_json(request, form, page)
 
 
 @api.get(
@@ -227,9 +201,9 @@ def get_run(request: HttpRequest, run_id: str) -> Any:
     summary="A comparison group",
     response={200: schemas.Group, 404: schemas.Problem},
 )
-def get_group(request: HttpRequest, key: str, page: str | None = None, run: str = "") -> Any:
-    """A comparison group's leaderboard, a page at a time (`page`), as its page shows it; `run` highlights one."""
-    return serializers.group_json(request, pages.group_page(get_group_or_404(key), page, run))
+def get_group(request: HttpRequest, key: str, after: str | None = None, run: str = "") -> Any:
+    """A comparison group's leaderboard as its page shows it, a page at a time (follow `next`); `run` highlights one."""
+    return serializers.group_json(request, pages.group_page(get_group_or_404(key), after, run))
 
 
 @api.get(
@@ -251,9 +225,11 @@ def get_definition(request: HttpRequest, source: str, name: str) -> Any:
 )
 def get_rerun(request: HttpRequest, rerun_id: int) -> Any:
     """A controlled rerun: its state, verdict and the run it produced, as the run page lists it."""
-    found = RerunRequest.objects.select_related("run").filter(pk=rerun_id).first()
+    found = RerunRequest.objects.select_related("run", "result_run").filter(pk=rerun_id).first()
     if found is None:
         raise Http404(f"No rerun {rerun_id}")
-    run = found.run
-    row = next(row for row in rerun_rows(run, run_hardware_class(run)) if row.request.pk == found.pk)
+    run, result_run = found.run, found.result_run
+    # The row the run page lists for this rerun (selectors.rerun_rows), read for this rerun alone.
+    result = document_value(result_run.digest) if result_run else None
+    row = RerunRow(found, result["spec"] if result else None, run.latency_ns, found.hardware == run_hardware_class(run))
     return {"run": {"runId": run.run_id, "url": run.get_absolute_url()}, **serializers.rerun_json(row)}

@@ -136,12 +136,6 @@ class RunSummary(Out):
     published_at: str
 
 
-class RunPage(Out):
-    filters: dict[str, str]
-    runs: list[RunSummary]
-    next: str | None = Field(description="The next page (newest first), or null on the last one.")
-
-
 class Withdrawal(Out):
     at: str
     reason: str
@@ -154,15 +148,19 @@ class RunDetail(RunSummary):
 
 
 class Pagination(Out):
-    count: int
-    page: int
-    pages: int
-    next: str | None
-    previous: str | None
+    """Where a page of a list is: its count and the link to the next page; the twin may add more links."""
+
+    count: int | None = None
+    next: str | None = Field(None, description="The next page, or null on the last one.")
 
 
 class RankedRun(RunSummary):
     rank: int | None
+
+
+class RunPage(Pagination):
+    filters: dict[str, str] = Field(description="The filters applied.")
+    runs: list[RunSummary]
 
 
 class GroupReference(Out):

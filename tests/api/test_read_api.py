@@ -1,0 +1,120 @@
+"""The read API: the same bodies as the pages' `.json` twins, and a list of runs read a page at a time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from runs.models import ComparisonGroup, Run
+from runs.services import withdraw_run
+from tests.api.conftest import DEMO_MANIFESTS
+from tests.conftest import ImportRuns
+
+KERNELBENCH_PROBLEM = "level1/1_Square_matrix_multiplication_.py"
+
+
+@pytest.fixture
+def imported(import_runs: ImportRuns, sample: Path) -> None:
+    import_runs(sample / "sol-execbench" / "submissions.jsonl")
+    import_runs(sample / "kernelbench")
+    import_runs(DEMO_MANIFESTS)
+
+
+def every_page(client: Client, url: str) -> list[dict[str, Any]]:
+    runs: list[dict[str, Any]] = []
+    next_url: str | None = url
+    while next_url:
+        response = client.get(next_url)
+        assert response.status_code == 200, response.content
+        runs += response.json()["runs"]
+        next_url = response.json()["next"]
+    return runs
+
+
+def test_following_next_reads_every_listed_run_once(client: Client, imported: None, settings: Any) -> None:
+    settings.RUNS_PER_PAGE = 7
+    withdrawn = Run.objects.order_by("id").first()
+    assert withdrawn is not None
+    withdraw_run(withdrawn, "duplicate of another run")
+
+    runs = every_page(client, "/api/v1/runs")
+
+    ids = [run["runId"] for run in runs]
+    assert len(ids) == len(set(ids))
+    assert set(ids) == set(Run.objects.listed().values_list("run_id", flat=True))
+    assert withdrawn.run_id not in ids
+    assert len(ids) > 7
+    # The first page is the home page's, as its JSON twin lists it.
+    assert ids[:7] == [run["runId"] for run in client.get("/index.json").json()["runs"]]
+
+
+def test_the_home_page_filters_apply_and_carry_over_to_the_next_page(
+    client: Client, imported: None, settings: Any
+) -> None:
+    settings.RUNS_PER_PAGE = 3
+    runs = every_page(client, "/api/v1/runs?source=kernelbench")
+
+    assert runs
+    assert {run["source"] for run in runs} == {"kernelbench"}
+    assert len(runs) == Run.objects.filter(source="kernelbench").count()
+    searched = client.get("/api/v1/runs", {"q": "rmsnorm-vectorised"}).json()
+    assert [run["implementation"] for run in searched["runs"]] == ["rmsnorm-vectorised"]
+    assert searched["filters"] == {"q": "rmsnorm-vectorised"}
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["evidence=certainly", "source=nowhere", "gpu=Commodore 64"],
+)
+def test_bad_list_parameters_get_422(client: Client, imported: None, query: str) -> None:
+    response = client.get(f"/api/v1/runs?{query}")
+
+    assert response.status_code == 422
+    assert response["Content-Type"].startswith("application/json")
+
+
+def test_a_run_is_its_twin_with_its_summary(client: Client, imported: None) -> None:
+    run = Run.objects.get(external_id="demo/rmsnorm_h2048/rmsnorm-vectorised")
+
+    body = client.get(f"/api/v1/runs/{run.run_id}").json()
+
+    twin = client.get(f"/runs/{run.run_id}.json")
+    assert body["manifest"] == twin.json()
+    assert body["manifest"]["run"]["spec"]["implementationDigest"] == run.implementation_digest
+    assert body["digest"] == run.digest
+    assert body["evidence"] == "reported"
+    assert body["manifestUrl"].endswith(f"/runs/{run.run_id}.json")
+    assert body["withdrawn"] is None
+
+
+def test_a_withdrawn_run_says_so(client: Client, imported: None) -> None:
+    run = Run.objects.get(external_id="demo/rmsnorm_h2048/rmsnorm-vectorised")
+    withdraw_run(run, "measured on the wrong machine")
+
+    body = client.get(f"/api/v1/runs/{run.run_id}").json()
+
+    assert body["withdrawn"]["reason"] == "measured on the wrong machine"
+
+
+def test_a_definition_whose_name_holds_slashes(client: Client, imported: None) -> None:
+    response = client.get(f"/api/v1/definitions/kernelbench/{KERNELBENCH_PROBLEM}")
+
+    assert response.status_code == 200
+    assert response.json() == client.get(f"/definitions/kernelbench/{KERNELBENCH_PROBLEM}.json").json()
+    assert response.json()["name"] == KERNELBENCH_PROBLEM
+    assert response.json()["groups"]
+
+
+def test_a_group_is_its_twin(client: Client, imported: None) -> None:
+    group = ComparisonGroup.objects.filter(definition__name=KERNELBENCH_PROBLEM).first()
+    assert group is not None
+
+    body = client.get(f"/api/v1/groups/{group.key}").json()
+
+    twin = client.get(f"/groups/{group.key}.json").json()
+    assert body["runs"] == twin["runs"]
+    assert body["key"] == group.key
+    assert body["hardware"] == twin["hardware"] == group.hardware

@@ -1,0 +1,222 @@
+"""POST /api/v1/runs: native manifests in, through the importer import_runs uses."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+
+from api import endpoints
+from api.models import ApiToken, issue_token
+from api.submissions import MAX_BODY_BYTES
+from runs.models import Document, Run
+from runs.reruns import runnable_artifacts
+from tests.api.conftest import JSONL, SUBMIT_URL, Submit, demo_lines, demo_manifest
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_new_manifest_is_created_and_the_same_one_again_is_the_same_run(submit: Submit) -> None:
+    manifest = demo_lines()[0]
+
+    first = submit(manifest)
+    assert first.status_code == 201, first.content
+    body = first.json()
+    assert body["created"] == 1
+    [submitted] = body["runs"]
+    run = Run.objects.get(run_id=submitted["runId"])
+    assert submitted["digest"] == run.digest
+    assert submitted["url"].endswith(f"/runs/{run.run_id}")
+
+    again = submit(manifest)
+    assert again.status_code == 200, again.content
+    assert again.json()["unchanged"] == 1
+    assert again.json()["runs"] == body["runs"]
+    assert Run.objects.count() == 1
+    assert run.versions.count() == 1
+
+
+def test_the_submitted_run_page_shows_it_as_reported(submit: Submit, client: Client) -> None:
+    response = submit(demo_lines()[0])
+    url = response.json()["runs"][0]["url"]
+
+    page = client.get(url)
+
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "demo-rmsnorm-h2048-rmsnorm-vectorised" in text or "rmsnorm-vectorised" in text
+    assert "Reported" in text
+    run = Run.objects.get(run_id=response.json()["runs"][0]["runId"])
+    assert run.evidence == Run.Evidence.REPORTED
+
+
+def test_a_submission_carries_the_solution_so_a_moderator_can_rerun_it(submit: Submit) -> None:
+    response = submit(demo_lines()[0])
+    run = Run.objects.get(run_id=response.json()["runs"][0]["runId"])
+
+    artifacts = runnable_artifacts(run)  # raises RerunRefusedError when there is nothing to rerun
+
+    assert artifacts is not None
+    implementation = Document.objects.get(digest=run.implementation_digest).value
+    assert implementation["spec"]["solution"]["sources"][0]["content"].startswith("import torch")
+
+
+def test_jsonl_and_arrays_of_manifests_are_imported_whole(submit: Submit) -> None:
+    lines = demo_lines()
+    response = submit("\n".join(lines[:3]) + "\n", content_type=JSONL)
+    assert response.status_code == 201, response.content
+    assert [run["line"] for run in response.json()["runs"]] == [1, 2, 3]
+
+    array = json.dumps([json.loads(line) for line in lines[3:5]])
+    response = submit(array)
+    assert response.status_code == 201, response.content
+    assert response.json()["created"] == 2
+    assert Run.objects.count() == 5
+
+
+def test_without_a_content_type_the_content_tells_json_from_jsonl(submit: Submit) -> None:
+    lines = demo_lines()
+    assert submit("\n".join(lines[:2]), content_type="").status_code == 201
+    assert submit(json.dumps(demo_manifest(2), indent=2), content_type="text/plain").status_code == 201
+    assert Run.objects.count() == 3
+
+
+def test_a_bad_second_line_is_refused_naming_line_and_field_and_nothing_is_written(submit: Submit) -> None:
+    bad = demo_manifest(1)
+    del bad["run"]["spec"]["status"]
+    body = demo_lines()[0] + "\n" + json.dumps(bad) + "\n"
+
+    response = submit(body, content_type=JSONL)
+
+    assert response.status_code == 422
+    problem = response.json()
+    assert problem["line"] == 2
+    assert problem["document"] == "run"
+    assert problem["field"] == "run.spec.status"
+    assert "request body, line 2, field run.spec.status" in problem["detail"]
+    assert Run.objects.count() == 0
+    assert Document.objects.count() == 0
+
+
+def test_a_manifest_whose_digests_do_not_match_is_refused_with_both_values(submit: Submit) -> None:
+    manifest = demo_manifest(0)
+    manifest["run"]["spec"]["protocolDigest"] = "sha256:" + "0" * 64
+
+    response = submit(json.dumps(manifest))
+
+    assert response.status_code == 422
+    assert response.json()["field"] == "run.spec.protocolDigest"
+    assert "sha256:" + "0" * 64 in response.json()["message"]
+    assert not Run.objects.exists()
+
+
+def test_the_array_index_of_a_bad_manifest_is_named(submit: Submit) -> None:
+    bad = demo_manifest(1)
+    bad["environment"]["spec"]["hardware"] = {}
+    response = submit(json.dumps([demo_manifest(0), bad]))
+
+    assert response.status_code == 422
+    assert response.json()["manifest"] == 1
+    assert response.json()["document"] == "environment"
+    assert response.json()["field"].startswith("[1].environment.spec.hardware")
+    assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "words"),
+    [
+        (b'{"run": ', "application/json", 422, "not valid JSON"),
+        (b'{"run": "\xff\xfe"}', "application/json", 422, "utf-8"),
+        (b"", "application/json", 422, "empty"),
+        (b"[1, 2]", "application/json", 422, "a manifest is a JSON object"),
+        (b"42", "application/json", 422, "expected a manifest object"),
+        (b"run=1", "application/x-www-form-urlencoded", 415, "application/x-ndjson"),
+        (b"<manifest/>", "application/xml", 415, "application/json"),
+        (b"[" * 100 + b"]" * 100, "application/json", 422, "nested deeper"),
+    ],
+)
+def test_bad_bodies_get_a_json_error_never_a_server_error(
+    submit: Submit, body: bytes, content_type: str, status: int, words: str
+) -> None:
+    response = submit(body, content_type=content_type)
+
+    assert response.status_code == status, response.content
+    assert response["Content-Type"].startswith("application/json")
+    assert words in response.json()["detail"]
+    assert not Run.objects.exists()
+
+
+def test_a_body_over_the_limit_is_refused_unread(submit: Submit) -> None:
+    response = submit(b" " * (MAX_BODY_BYTES + 1))
+
+    assert response.status_code == 413
+    assert str(MAX_BODY_BYTES) in response.json()["detail"]
+
+
+def test_no_token_or_a_revoked_or_unknown_one_gets_401(submit: Submit, token: tuple[ApiToken, str]) -> None:
+    manifest = demo_lines()[0]
+
+    missing = submit(manifest, secret=None)
+    assert missing.status_code == 401
+    assert missing["WWW-Authenticate"].startswith("Bearer")
+
+    assert submit(manifest, secret="ki_not-a-token").status_code == 401
+
+    token[0].revoke()
+    revoked = submit(manifest)
+    assert revoked.status_code == 401
+    assert 'error="invalid_token"' in revoked["WWW-Authenticate"]
+    assert not Run.objects.exists()
+
+
+def test_a_token_for_another_source_gets_403(submit: Submit) -> None:
+    _, other = issue_token("sol submitter", source="sol-execbench")
+
+    response = submit(demo_lines()[0], secret=other)
+
+    assert response.status_code == 403
+    assert "sol-execbench" in response.json()["detail"]
+    assert not Run.objects.exists()
+
+
+def test_a_token_for_another_project_gets_403(submit: Submit) -> None:
+    _, other = issue_token("flashinfer team", project="flashinfer")
+
+    response = submit(demo_lines()[0], secret=other)
+
+    assert response.status_code == 403
+    assert "flashinfer" in response.json()["detail"]
+
+
+def test_over_the_rate_limit_gets_429_with_retry_after(
+    submit: Submit, settings: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.API_SUBMISSIONS_PER_HOUR = 2  # type: ignore[attr-defined]
+    window = endpoints.RATE_WINDOW_SECONDS
+    # The middle of one window, so the requests cannot straddle two.
+    monkeypatch.setattr(endpoints.ratelimit, "_now", lambda: 1_000_000 * window + 600.0)
+    lines = demo_lines()
+    assert submit(lines[0]).status_code == 201
+    assert submit(lines[1]).status_code == 201
+
+    refused = submit(lines[2])
+
+    assert refused.status_code == 429
+    assert refused["Retry-After"] == str(window - 600)
+    assert Run.objects.count() == 2
+    # Another token has an allowance of its own.
+    _, other = issue_token("second submitter")
+    assert submit(lines[2], secret=other).status_code == 201
+
+
+def test_a_token_is_marked_as_used(submit: Submit, token: tuple[ApiToken, str]) -> None:
+    assert token[0].last_used_at is None
+    submit(demo_lines()[0])
+    token[0].refresh_from_db()
+    assert token[0].last_used_at is not None
+
+
+def test_get_is_not_a_submission(client: Client) -> None:
+    assert client.get(SUBMIT_URL).status_code == 200
+    assert client.put(SUBMIT_URL, "{}", content_type="application/json").status_code == 405
