@@ -295,8 +295,14 @@ RERUN_RESEND_AFTER_SECONDS = env_float("RERUN_RESEND_AFTER_SECONDS", 120)
 RERUN_SWEEP_SECONDS = env_float("RERUN_SWEEP_SECONDS", 30)
 # Development only: run solutions without the bubblewrap sandbox where it is not installed.
 RERUN_UNSANDBOXED = env_bool("RERUN_UNSANDBOXED", False)
+# Open data (runs/dumps.py): Celery beat writes a dump of the whole index here once a day, served at /dumps/;
+# the newest DUMPS_KEPT stay.
+DUMPS_DIR = Path(env_str("DUMPS_DIR") or VAR_DIR / "dumps")
+DUMPS_KEPT = env_int("DUMPS_KEPT", 7)
+DUMP_SECONDS = env_float("DUMP_SECONDS", 24 * 3600)
 CELERY_BEAT_SCHEDULE = {
     "sweep-reruns": {"task": "runs.tasks.sweep_reruns", "schedule": RERUN_SWEEP_SECONDS},
+    "daily-dump": {"task": "runs.tasks.make_daily_dump", "schedule": DUMP_SECONDS},
 }
 
 RUNS_PER_PAGE = env_int("RUNS_PER_PAGE", 50)

@@ -134,6 +134,9 @@ def manifest_item(value: Any, path: Path, line: int | None, *, redigest: bool, p
     # The run's external id is its sourceNative.externalId, else its name, as records.summary reads it.
     native = run["spec"].get("sourceNative") or {}
     id_field = "run.spec.sourceNative.externalId" if native.get("externalId") else "run.metadata.name"
+    # In the roles' order, however the manifest ordered them: a page lists them so, and a manifest read back
+    # from its canonical (sorted) form gives the same run.
+    declared = {role: declared[role] for role in REFERENCE_FIELDS if role in declared}
     return RunItem(line, sealed, declared, id_field=prefix + id_field)
 
 

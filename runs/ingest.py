@@ -26,9 +26,10 @@ from records.identity import NATIVE_SOURCE, run_id_for
 from records.manifest import manifest_item
 from records.reading import ReadItem, read_in_process, summarized
 from records.sources import ImportUnit
-from records.sources.base import BoardItem, DefinitionItem, DocumentItem, Progress, SkippedItem
+from records.sources.base import BoardItem, DefinitionItem, DocumentItem, Progress, RunStateItem, SkippedItem
 from records.summary import DefinitionRef, GroupRef, RunSummary, summarize
 from runs.bulk import BulkInserter
+from runs.dumps import RunStateWriter
 from runs.models import (
     ComparisonGroup,
     Definition,
@@ -228,6 +229,8 @@ class UnitImporter:
         self.definition_ids: dict[tuple[str, str], int] = {}
         self.group_ids: dict[str, int] = {}
         self.written_digests: set[str] = set()
+        # A dump's history of its runs (runs/dumps.py), applied once the runs it describes are written.
+        self.run_states = RunStateWriter(log.started_at, log.pk)
 
     def add_all(self, items: Iterable[ReadItem]) -> None:
         for item in items:
@@ -241,12 +244,16 @@ class UnitImporter:
                 self.write_board(item)
             elif isinstance(item, DocumentItem):
                 self.write_document(item)
+            elif isinstance(item, RunStateItem):
+                self.flush()
+                self.run_states.add(item)
             elif isinstance(item, SkippedItem):
                 where = f"line {item.line}: " if item.line else ""
                 self.result.skipped.append(where + item.reason)
 
     def finish(self) -> None:
         self.flush()
+        self.run_states.flush()
         refresh_source_ranks(self.touched_definitions)
         self.log.finished_at = timezone.now()
         self.log.created = self.result.created

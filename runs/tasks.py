@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.utils import timezone
 
-from runs import reruns
+from runs import dumps, reruns
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
@@ -17,3 +18,9 @@ def execute_rerun(request_id: int) -> None:
 def sweep_reruns() -> dict[str, int]:
     swept = reruns.sweep_reruns()
     return {"resent": swept.resent, "retried": swept.retried, "failed": swept.failed}
+
+
+@shared_task(ignore_result=True)
+def make_daily_dump() -> str:
+    """Today's dump of the whole index into DUMPS_DIR (runs/dumps.py); running it twice a day rewrites it."""
+    return str(dumps.make_daily_dump(timezone.now().date()))

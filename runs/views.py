@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.response import TemplateResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
-from runs import badges, history, pages, serializers
+from runs import badges, dumps, history, pages, serializers
 from runs.forms import CompareForm, RerunForm
 from runs.reruns import RerunRefusedError, may_request_rerun, queued_message, request_rerun
 from runs.selectors import (
@@ -147,6 +147,18 @@ def run_badge(request: HttpRequest, run_id: str) -> HttpResponse:
 def run_history(request: HttpRequest, run_id: str) -> HttpResponse:
     """Every version of the run, every change of its evidence level, every withdrawal and restore."""
     return TemplateResponse(request, "runs/history.html", history.history_page(get_run_or_404(run_id)))
+
+
+@require_safe
+def dump_list(request: HttpRequest) -> HttpResponse:
+    """The daily dumps with their files' checksums, read from DUMPS_DIR: no query, so not cached."""
+    return render(request, "runs/dumps.html", {"dumps": dumps.list_dumps()})
+
+
+@require_safe
+def dump_file(request: HttpRequest, name: str, file: str) -> FileResponse:
+    """One file of a listed dump; any other path is a 404."""
+    return FileResponse(dumps.dump_file_or_404(name, file).open("rb"), as_attachment=file.endswith(".gz"))
 
 
 @require_safe

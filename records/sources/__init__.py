@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from records.errors import RecordError
-from records.sources import artifacts, flashinfer_bench, kernelbench, native, sol_execbench
+from records.sources import artifacts, dump, flashinfer_bench, kernelbench, native, sol_execbench
 from records.sources.base import Adapter, iter_json_lines, read_json_file
 
 DEFAULT_RERUN_PROTOCOL = "kernelindex"
@@ -134,6 +134,8 @@ REGISTRY = (
             "Manifests published directly, and KernelIndex's own controlled reruns.",
         ),
         (
+            # A dump of KernelIndex itself (`manage.py dump`), read back whole.
+            Format("folder", dump.is_dump_folder, ignoring_redigest(dump.DumpAdapter), files=(dump.MANIFEST_FILE,)),
             Format(
                 "folder",
                 artifacts.is_definition_folder,

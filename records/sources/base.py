@@ -7,11 +7,13 @@ RecordError naming the file, the line and the field.
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Protocol, TypeVar
+from typing import Annotated, Any, BinaryIO, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -102,7 +104,36 @@ class DocumentItem:
     sealed: Sealed
 
 
-Item = RunItem | DefinitionItem | BoardItem | DocumentItem | SkippedItem
+@dataclass(frozen=True)
+class VersionItem:
+    digest: str
+    imported_at: datetime
+    declared_digests: dict[str, str]
+
+
+@dataclass(frozen=True)
+class StatusChangeItem:
+    action: str
+    reason: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class RunStateItem:
+    """What a dump keeps of a run beside its current manifest (records/sources/dump.py): when it was
+    published, its every version, and its withdrawal and withdrawals and restores."""
+
+    line: int | None
+    source: str
+    external_id: str
+    published_at: datetime
+    versions: tuple[VersionItem, ...]
+    withdrawn_at: datetime | None
+    withdrawn_reason: str
+    status_changes: tuple[StatusChangeItem, ...]
+
+
+Item = RunItem | DefinitionItem | BoardItem | DocumentItem | SkippedItem | RunStateItem
 
 
 class Adapter(Protocol):
@@ -124,7 +155,7 @@ def iter_json_lines(path: Path, progress: Progress = None) -> Iterator[tuple[int
     """(line number, value) for each non-blank line of a JSONL file, streamed, each line within the limits."""
     # A large buffer: each read lets other threads run (an import writes while it reads), and
     # getting the interpreter back after a read can take a few milliseconds.
-    with path.open("rb", buffering=READ_BUFFER) as handle:
+    with _open_binary(path) as handle:
         number = 0
         # At most one byte past the limit is read: a longer line is refused without holding it whole.
         while raw := handle.readline(MAX_LINE_BYTES + 1):
@@ -136,6 +167,13 @@ def iter_json_lines(path: Path, progress: Progress = None) -> Iterator[tuple[int
             if not raw.strip():
                 continue
             yield number, _parsed(raw, path, number)
+
+
+def _open_binary(path: Path) -> gzip.GzipFile | BinaryIO:
+    """A dump's files are gzip-compressed (records/sources/dump.py); any other file is read as it is."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    return path.open("rb", buffering=READ_BUFFER)
 
 
 def _parsed(raw: bytes, path: Path, line: int | None) -> Any:

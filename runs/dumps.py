@@ -1,0 +1,338 @@
+"""Dumps of the whole index: writing one (`manage.py dump`, daily by Celery beat), listing and serving them,
+and applying a dump's run history when `import_runs` reads one back.
+
+The format (file names, line shapes, the reader) is records/sources/dump.py's.
+What a dump holds: every document, every definition with its cases and
+reference rows, every source board, every run's current manifest, and every
+run's history (publication date, every version with its import time and
+declared digests, its withdrawal, its withdrawals and restores). What it does
+not hold: KernelIndex's own judgements and the community's words, which a
+mirror cannot vouch for: evidence levels, rerun requests and their verdicts,
+attestations and issue reports, import logs, and who moderated what. A rerun's
+result run is in it, as a run of source `kernelindex`.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date, datetime
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Prefetch
+from django.http import Http404
+
+from records.canonical import canonical_text
+from records.identity import run_id_for
+from records.manifest import manifest_text
+from records.sources import dump as dump_format
+from records.sources.base import RunStateItem
+from runs.models import (
+    Definition,
+    Document,
+    ReferenceRow,
+    Run,
+    RunStatusChange,
+    RunVersion,
+    SourceBoard,
+    WorkloadCase,
+)
+from runs.selectors import references_of
+
+CHUNK = 1000
+# The daily dumps' folder names: kernelindex-2026-08-24. Nothing else in DUMPS_DIR is listed or served.
+DUMP_NAME = re.compile(r"^kernelindex-\d{4}-\d{2}-\d{2}$")
+FILE_NAME = re.compile(r"^[A-Za-z]+(\.jsonl\.gz|\.json|\.txt)$")
+README = """KernelIndex dump, format {format} version {version}
+
+Each file but this one and manifest.json is gzip-compressed text, one JSON
+document per line, in the canonical form of RFC 8785 (JCS). manifest.json
+gives the format and version, counts, and each file's sha256, size and line
+count; check the sha256 before trusting a file.
+
+documents.jsonl.gz    every stored document (runs, protocols, environments,
+                      workloads, implementations), sorted by digest; a
+                      document's digest is "sha256:" + the hex sha256 of its
+                      line, without the newline
+runs.jsonl.gz         each run's current version as its canonical manifest
+                      {{run, protocol, environment, workload?, implementation?,
+                      provenance?}}, sorted by run id
+history.jsonl.gz      each run's publication time, every version (digest,
+                      import time, digests declared by its source), its
+                      withdrawal (time, reason) and its withdrawals and
+                      restores, sorted by run id
+definitions.jsonl.gz  each benchmark definition with its cases and reference
+                      rows (SOL bound, scoring baseline), sorted by source
+                      and name
+boards.jsonl.gz       each source's own public board (its score
+                      distribution), sorted
+
+Not in a dump: evidence levels and the reruns behind them, community notes and
+issue reports, import logs, and who moderated what. Every run in a mirror made
+from a dump is "reported"; a KernelIndex rerun's result is in it as a run of
+source "kernelindex".
+
+`python manage.py import_runs FOLDER` reads this folder back, all or nothing.
+Into an empty database it reproduces every digest and every run page (less
+evidence levels, reruns and notes); runs already in the database keep their
+own dates and status.
+
+The same index always gives the same bytes: lines are sorted, and no gzip
+header carries a file name or a time.
+"""
+
+
+# -- writing -----------------------------------------------------------------------
+
+
+def dump_name(day: date) -> str:
+    return f"kernelindex-{day.isoformat()}"
+
+
+def write_dump(folder: Path) -> dict[str, Any]:
+    """Write the whole index into `folder` (created; files already there are replaced); return its manifest."""
+    folder.mkdir(parents=True, exist_ok=True)
+    counts = {
+        "definitions": Definition.objects.count(),
+        "boards": SourceBoard.objects.count(),
+        "runs": Run.objects.count(),
+        "versions": RunVersion.objects.count(),
+        "documents": Document.objects.count(),
+        "withdrawn": Run.objects.exclude(withdrawn_at=None).count(),
+    }
+    writers = {
+        dump_format.DEFINITIONS_FILE: definition_lines,
+        dump_format.BOARDS_FILE: board_lines,
+        dump_format.RUNS_FILE: run_lines,
+        dump_format.HISTORY_FILE: history_lines,
+        dump_format.DOCUMENTS_FILE: document_lines,
+    }
+    files = [dump_format.write_lines(folder, name, lines()) for name, lines in writers.items()]
+    readme = README.format(format=dump_format.FORMAT, version=dump_format.VERSION)
+    (folder / dump_format.README_FILE).write_text(readme, encoding="utf-8")
+    manifest = dump_format.manifest_json(files, counts)
+    (folder / dump_format.MANIFEST_FILE).write_text(manifest, encoding="utf-8")
+    return {"files": files, "counts": counts}
+
+
+def document_lines() -> Iterator[str]:
+    rows = Document.objects.order_by("digest").values_list("canonical", flat=True)
+    yield from rows.iterator(chunk_size=CHUNK)
+
+
+def run_lines() -> Iterator[str]:
+    """Each run's current manifest, by run id, its documents read a chunk of runs at a time."""
+    runs = Run.objects.order_by("run_id").values_list("digest", "declared_digests").iterator(chunk_size=CHUNK)
+    while chunk := list(islice(runs, CHUNK)):
+        run_texts = Document.objects.in_bulk([d for d, _ in chunk])
+        references = {d: references_of(run_texts[d].value) for d, _ in chunk}
+        others = Document.objects.in_bulk(list({d for refs in references.values() for d in refs.values()}))
+        for run_digest, declared in chunk:
+            texts = {"run": run_texts[run_digest].canonical}
+            texts.update({role: others[d].canonical for role, d in references[run_digest].items() if d in others})
+            yield manifest_text(texts, declared)
+
+
+def history_lines() -> Iterator[str]:
+    versions = Prefetch("versions", queryset=RunVersion.objects.order_by("imported_at", "id"))
+    changes = Prefetch("status_changes", queryset=RunStatusChange.objects.defer("by").order_by("at", "id"))
+    runs = Run.objects.order_by("run_id").prefetch_related(versions, changes)
+    for run in runs.iterator(chunk_size=CHUNK):
+        yield canonical_text(
+            {
+                "source": run.source,
+                "externalId": run.external_id,
+                "publishedAt": _iso(run.published_at),
+                "versions": [
+                    {"digest": v.digest, "importedAt": _iso(v.imported_at), "declaredDigests": v.declared_digests}
+                    for v in run.versions.all()
+                ],
+                "withdrawn": {"at": _iso(run.withdrawn_at), "reason": run.withdrawn_reason}
+                if run.withdrawn_at
+                else None,
+                "statusChanges": [
+                    {"action": c.action, "reason": c.reason, "at": _iso(c.at)} for c in run.status_changes.all()
+                ],
+            }
+        )
+
+
+def definition_lines() -> Iterator[str]:
+    cases = Prefetch("cases", queryset=WorkloadCase.objects.order_by("index"))
+    references = Prefetch("references", queryset=ReferenceRow.objects.order_by("hardware", "kind"))
+    definitions = Definition.objects.order_by("source", "name").prefetch_related(cases, references)
+    for d in definitions.iterator(chunk_size=CHUNK):
+        yield canonical_text(
+            {
+                "source": d.source,
+                "name": d.name,
+                "externalId": d.external_id,
+                "title": d.title,
+                "description": d.description,
+                "subset": d.subset,
+                "hfId": d.hf_id,
+                "axes": d.axes,
+                "inputs": d.inputs,
+                "outputs": d.outputs,
+                "workloadDigest": d.workload_digest,
+                "cases": [
+                    {"index": c.index, "uuid": c.uuid, "axes": c.axes, "inputs": c.inputs, "tolerance": c.tolerance}
+                    for c in d.cases.all()
+                ],
+                "references": [
+                    {"kind": r.kind, "hardware": r.hardware, "latencyNs": r.latency_ns, "perCaseNs": r.per_case_ns}
+                    for r in d.references.all()
+                ],
+            }
+        )
+
+
+def board_lines() -> Iterator[str]:
+    boards = SourceBoard.objects.order_by("source", "definition_external_id", "hardware", "stack_version")
+    for b in boards.iterator(chunk_size=CHUNK):
+        yield canonical_text(
+            {
+                "source": b.source,
+                "definitionExternalId": b.definition_external_id,
+                "hardware": b.hardware,
+                "stackVersion": b.stack_version,
+                "scores": b.scores,
+                "topScore": b.top_score,
+                "topUser": b.top_user,
+            }
+        )
+
+
+def _iso(moment: datetime | None) -> str:
+    assert moment is not None
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+# -- the daily dump, listed and served ----------------------------------------------
+
+
+def make_daily_dump(day: date) -> Path:
+    """Today's dump in DUMPS_DIR, written aside and moved into place whole; only the newest DUMPS_KEPT stay."""
+    root = Path(settings.DUMPS_DIR)
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / dump_name(day)
+    partial = root / f".{dump_name(day)}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    write_dump(partial)
+    if final.exists():
+        shutil.rmtree(final)
+    partial.rename(final)
+    for old in list_dumps()[settings.DUMPS_KEPT :]:
+        shutil.rmtree(root / old.name)
+    return final
+
+
+@dataclass(frozen=True)
+class DumpListing:
+    name: str
+    files: list[dict[str, Any]]
+    counts: dict[str, int]
+    version: int
+
+
+def list_dumps() -> list[DumpListing]:
+    """The dumps in DUMPS_DIR, newest first, each with its files' checksums as its manifest gives them."""
+    root = Path(settings.DUMPS_DIR)
+    if not root.is_dir():
+        return []
+    listings = []
+    for folder in sorted(root.iterdir(), reverse=True):
+        if not DUMP_NAME.match(folder.name) or not (folder / dump_format.MANIFEST_FILE).is_file():
+            continue
+        manifest = dump_format.DumpManifest.model_validate_json((folder / dump_format.MANIFEST_FILE).read_bytes())
+        files = [{"name": name, **entry.model_dump()} for name, entry in sorted(manifest.files.items())]
+        listings.append(DumpListing(folder.name, files, manifest.counts, manifest.version))
+    return listings
+
+
+def dump_file_or_404(name: str, file: str) -> Path:
+    """A file of a listed dump; any other name (a traversal, a hidden or partial dump) is a 404."""
+    if not DUMP_NAME.match(name) or not FILE_NAME.match(file):
+        raise Http404("No such dump file")
+    path = Path(settings.DUMPS_DIR) / name / file
+    if not path.is_file():
+        raise Http404("No such dump file")
+    return path
+
+
+# -- importing a dump's history ----------------------------------------------------
+
+
+class RunStateWriter:
+    """Applies a dump's history lines (records.sources.base.RunStateItem) to the runs an import just created.
+
+    A run this import created takes the dump's publication time, every version's
+    import time, its withdrawal and its withdrawals and restores, so its pages
+    read as they did where the dump was made. A run the database held before
+    keeps its own: a dump never rewrites a site's history. Lines are applied a
+    batch at a time, a few queries a batch.
+    """
+
+    def __init__(self, since: datetime, import_log_id: int | None) -> None:
+        self.since = since
+        self.import_log_id = import_log_id
+        self.pending: list[RunStateItem] = []
+
+    def add(self, item: RunStateItem) -> None:
+        self.pending.append(item)
+        if len(self.pending) >= CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        batch, self.pending = self.pending, []
+        if not batch:
+            return
+        wanted = {(item.source, item.external_id): item for item in batch}
+        created = Run.objects.filter(
+            run_id__in=[run_id_for(s, e) for s, e in wanted], published_at__gte=self.since
+        ).values_list("pk", "source", "external_id")
+        runs = {
+            pk: wanted[(source, external_id)] for pk, source, external_id in created if (source, external_id) in wanted
+        }
+        if not runs:
+            return
+        Run.objects.bulk_update(
+            [
+                Run(
+                    pk=pk, published_at=i.published_at, withdrawn_at=i.withdrawn_at, withdrawn_reason=i.withdrawn_reason
+                )
+                for pk, i in runs.items()
+            ],
+            ["published_at", "withdrawn_at", "withdrawn_reason"],
+        )
+        self._versions(runs)
+        RunStatusChange.objects.bulk_create(
+            RunStatusChange(run_id=pk, action=c.action, reason=c.reason, at=c.at)
+            for pk, item in runs.items()
+            for c in item.status_changes
+        )
+
+    def _versions(self, runs: dict[int, RunStateItem]) -> None:
+        """Every version the dump lists, at the time it was first imported; older ones are added."""
+        stored = set(RunVersion.objects.filter(run_id__in=list(runs)).values_list("run_id", "digest"))
+        RunVersion.objects.bulk_create(
+            RunVersion(
+                run_id=pk, digest=v.digest, declared_digests=v.declared_digests, import_log_id=self.import_log_id
+            )
+            for pk, item in runs.items()
+            for v in item.versions
+            if (pk, v.digest) not in stored
+        )
+        times = {(pk, v.digest): v.imported_at for pk, item in runs.items() for v in item.versions}
+        versions = RunVersion.objects.filter(run_id__in=list(runs)).only("pk", "run_id", "digest")
+        changed = []
+        for version in versions:
+            if (version.run_id, version.digest) in times:
+                version.imported_at = times[(version.run_id, version.digest)]
+                changed.append(version)
+        RunVersion.objects.bulk_update(changed, ["imported_at"], batch_size=CHUNK)
