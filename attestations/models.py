@@ -7,9 +7,13 @@ KernelIndex-controlled rerun.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
 
 from runs.models import Run
 
@@ -118,3 +122,12 @@ class IssueReport(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_category_display()} on {self.run.run_id} ({self.get_status_display()})"
+
+
+@receiver([post_save, post_delete], sender=Attestation)
+def count_notes(sender: type[Attestation], instance: Attestation, **kwargs: Any) -> None:
+    """Keep the run's count of approved notes (Run.note_count), by which its page knows whether to read them,
+    through every save and delete; moderation by queryset update recounts in attestations.services."""
+    from runs.figures import refresh_run_counters  # runs.figures reads this module's model
+
+    refresh_run_counters([instance.run_id])

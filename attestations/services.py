@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from attestations.forms import NoteForm, ReportForm
 from attestations.models import Attestation, IssueReport
+from runs.figures import refresh_run_counters
 from runs.models import Run
 from runs.selectors import run_scope
 from web.cache import bump_generation_on_commit, retire_pages_on_commit
@@ -42,8 +43,10 @@ def submit_issue_report(run: Run, form: ReportForm) -> IssueReport:
 @transaction.atomic
 def moderate_attestations(attestations: QuerySet[Attestation], status: str, moderator: User) -> int:
     """Approve or reject; rows already in that state keep who decided and when. Each change is logged."""
+    run_ids = set(attestations.values_list("run_id", flat=True))
     changed = _decide(attestations, status, moderator, f"Status set to {status} (moderation action).")
     if changed:
+        refresh_run_counters(run_ids)  # the run page reads its notes only where the run has some
         bump_generation_on_commit()  # an approved note appears on its run page, a rejected one disappears
     return changed
 

@@ -30,6 +30,7 @@ from records.sources.base import BoardItem, DefinitionItem, DocumentItem, Progre
 from records.summary import DefinitionRef, GroupRef, RunSummary, summarize
 from runs.bulk import BulkInserter
 from runs.dumps import RunStateWriter
+from runs.figures import refresh_group_figures
 from runs.models import (
     ComparisonGroup,
     Definition,
@@ -226,6 +227,8 @@ class UnitImporter:
         self.result = ImportResult(str(path), source)
         self.pending: list[RunSummary] = []
         self.touched_definitions: set[int] = set()
+        # Groups whose runs were added or changed, or that a changed run left: their figures are recounted.
+        self.touched_groups: set[int] = set()
         self.definition_ids: dict[tuple[str, str], int] = {}
         self.group_ids: dict[str, int] = {}
         self.written_digests: set[str] = set()
@@ -255,6 +258,7 @@ class UnitImporter:
         self.flush()
         self.run_states.flush()
         refresh_source_ranks(self.touched_definitions)
+        refresh_group_figures(self.touched_groups)
         self.log.finished_at = timezone.now()
         self.log.created = self.result.created
         self.log.updated = self.result.updated
@@ -390,6 +394,7 @@ class UnitImporter:
             run = runs[run_pk]
             if run.definition_id:
                 self.touched_definitions.add(run.definition_id)
+            self.touched_groups.add(run.group_id)
             for name, value in zip(RUN_INDEX_FIELDS, self._index_values(indexed), strict=True):
                 setattr(run, name, value)
             run.updated_at = now
@@ -402,6 +407,7 @@ class UnitImporter:
         definition_id = self.definition_ids[_definition_key(run.definition)] if run.definition else None
         if definition_id:
             self.touched_definitions.add(definition_id)
+        self.touched_groups.add(self.group_ids[run.group.key])
         return (
             run.digest,
             run.protocol_digest,

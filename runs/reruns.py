@@ -49,6 +49,7 @@ from records.rerun import (
 from records.sources import rerun_protocol_of
 from records.sources.artifacts import harness_definition
 from records.sources.hardware import UnknownHardwareClassError, hardware_class_named
+from runs.figures import RUN_COUNTERS, refresh_group_figures, refresh_run_counters
 from runs.ingest import import_manifest
 from runs.models import Document, EvidenceChange, RerunRequest, RerunWorker, Run
 from runs.selectors import LISTS, document_value, live_hardware_classes, run_hardware_class, run_scopes
@@ -152,6 +153,8 @@ def request_rerun(
             log_rerun(
                 request, f"Requested rerun #{request.pk} on {hardware}" + (f": {request.reason}" if reason else "")
             )
+            refresh_run_counters([run.pk])
+            run.refresh_from_db(fields=RUN_COUNTERS)
             retire_run_pages_on_commit(run)
             transaction.on_commit(lambda: send_rerun(request.pk))
     except IntegrityError:
@@ -476,6 +479,10 @@ def refresh_evidence(run: Run) -> EvidenceChange | None:
     )
     Run.objects.filter(pk=run.pk).update(evidence=level, updated_at=timezone.now())
     run.evidence = level
+    # A run not reproduced is ranked after the others: its group's figures change with its level.
+    refresh_run_counters([run.pk])
+    run.refresh_from_db(fields=RUN_COUNTERS)
+    refresh_group_figures([run.group_id])
     return change
 
 

@@ -6,6 +6,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
 from django.utils import timezone
 
+from runs.figures import refresh_group_figures
 from runs.models import Run, RunStatusChange
 from web.cache import bump_generation_on_commit
 
@@ -28,6 +29,7 @@ def withdraw_run(run: Run, reason: str, by: Moderator = None) -> None:
     run.withdrawn_reason = reason.strip()
     run.source_rank = None
     run.save(update_fields=["withdrawn_at", "withdrawn_reason", "source_rank", "updated_at"])
+    refresh_group_figures([run.group_id])
     bump_generation_on_commit()
 
 
@@ -42,6 +44,7 @@ def restore_run(run: Run, by: Moderator = None) -> None:
     run.save(update_fields=["withdrawn_at", "withdrawn_reason", "updated_at"])
     if run.definition_id:
         refresh_source_ranks({run.definition_id})
+    refresh_group_figures([run.group_id])
     bump_generation_on_commit()
 
 

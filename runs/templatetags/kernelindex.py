@@ -82,11 +82,14 @@ def axes_text(axes: dict[str, object] | None) -> str:
 
 @register.simple_tag(takes_context=True)
 def query_with(context: dict[str, object], **changes: object) -> str:
-    """The current query string with some parameters replaced, for pagination links."""
+    """The current query string with some parameters replaced (None: removed), for pagination links."""
     request = context["request"]
     query = request.GET.copy()  # type: ignore[attr-defined]
     for key, value in changes.items():
-        query[key] = str(value)
+        if value is None:
+            query.pop(key, None)
+        else:
+            query[key] = str(value)
     return "?" + str(query.urlencode())
 
 

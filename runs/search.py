@@ -1,0 +1,103 @@
+"""The home page's search: what a query matches, most relevant first, each part newest first.
+
+A query is matched in parts (runs.keyset.Part), read one after the other, so
+that results come in order of relevance and then of date, and each part is
+read from an index in its own order:
+
+1. a run id, in full or as a prefix of at least 4 hex digits (the run id's
+   unique index), or a source's own id for the run (source, external id);
+2. the runs of a definition whose name or title is the query;
+3. runs whose implementation or project name is the query;
+4. the runs of definitions whose name or title contains it (the definitions
+   are a few hundred rows; their runs come from the (definition, date) index);
+5. runs whose implementation or project name contains it, for queries of 3
+   characters or more: on PostgreSQL through the trigram indexes of migration
+   0007, which serve Django's case-insensitive lookups; elsewhere a table scan.
+
+A run is listed once, in the first part it matches. Nothing counts every match:
+pages show a bounded count (runs.search.bounded_count).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.db.models import Q, QuerySet
+
+from records.identity import RUN_ID_LENGTH
+from records.sources import SOURCES
+from runs.keyset import Part
+from runs.models import NEWEST_FIRST, Definition
+
+# A shorter prefix of a run id matches too many runs to be what someone meant.
+MIN_ID_PREFIX = 4
+# A name fragment shorter than this is too common to search for inside names (and trigram indexes cannot).
+MIN_FRAGMENT = 3
+HEX = re.compile(r"[0-9a-f]+")
+# Search results and lists show "more than" this many rather than counting further.
+COUNT_BOUND = 1000
+NEWEST = tuple(order.expression for order in NEWEST_FIRST)
+
+
+def newest_parts() -> list[Part]:
+    """An unsearched list: every run, newest first (the run_newest index)."""
+    return [Part("newest", Q(), NEWEST, descending=True)]
+
+
+def normal_query(text: str) -> str:
+    return " ".join(text.split())
+
+
+def search_parts(text: str) -> list[Part]:
+    """The parts a query matches, most relevant first; a run matched by an earlier part is left out of later ones."""
+    query = normal_query(text)
+    if not query:
+        return newest_parts()
+    matches = [
+        ("id", _id_match(query)),
+        ("definition", _definition_match(query, exact=True)),
+        ("name", Q(implementation_name__iexact=query) | Q(project__iexact=query)),
+        ("definition-partial", _definition_match(query, exact=False)),
+    ]
+    if len(query) >= MIN_FRAGMENT:
+        matches.append(("name-partial", Q(implementation_name__icontains=query) | Q(project__icontains=query)))
+    parts: list[Part] = []
+    earlier = Q()
+    for name, match in matches:
+        if match is None:
+            continue
+        parts.append(Part(name, match & ~earlier if earlier else match, NEWEST, descending=True))
+        earlier |= match
+    return parts
+
+
+def _id_match(query: str) -> Q:
+    lowered = query.lower()
+    match = Q(source__in=list(SOURCES), external_id=query)
+    if HEX.fullmatch(lowered) and MIN_ID_PREFIX <= len(lowered) <= RUN_ID_LENGTH:
+        # A range, not LIKE: the run id's unique index serves it under any collation.
+        match |= Q(run_id__gte=lowered, run_id__lt=lowered + "g")
+    return match
+
+
+def _definition_match(query: str, *, exact: bool) -> Q | None:
+    """The runs of the definitions the query names (or, not `exact`, whose names contain it); None for none."""
+    if exact:
+        found = Definition.objects.filter(Q(name__iexact=query) | Q(title__iexact=query))
+    else:
+        found = Definition.objects.filter(Q(name__icontains=query) | Q(title__icontains=query)).exclude(
+            Q(name__iexact=query) | Q(title__iexact=query)
+        )
+    ids = list(found.values_list("pk", flat=True))
+    return Q(definition_id__in=ids) if ids else None
+
+
+def bounded_count(runs: QuerySet[Any], parts: list[Part], bound: int = COUNT_BOUND) -> tuple[int, bool]:
+    """How many runs the parts hold, counting no further than `bound`: (count, whether there are more)."""
+    counted = 0
+    for part in parts:
+        counted += runs.filter(part.where).order_by()[: bound + 1 - counted].count()
+        if counted > bound:
+            return bound, True
+    return counted, False
