@@ -23,6 +23,20 @@ SCHEMA_REF = "#/components/schemas/"
 
 
 @dataclass(frozen=True)
+class Shown:
+    """A schema as the page shows it: a link to a named one, or the JSON of one written in place."""
+
+    name: str = ""
+    text: str = ""
+
+
+def shown(schema: Any) -> Shown:
+    if isinstance(schema, dict) and set(schema) == {"$ref"}:
+        return Shown(name=str(schema["$ref"]).removeprefix(SCHEMA_REF))
+    return Shown(text=_pretty(schema))
+
+
+@dataclass(frozen=True)
 class Operation:
     method: str
     path: str
@@ -30,8 +44,8 @@ class Operation:
     description: str
     secured: bool
     parameters: list[dict[str, Any]]
-    body: list[tuple[str, str]]  # (content type, schema as JSON)
-    responses: list[tuple[str, str, str]]  # (status, description, schema as JSON)
+    body: list[tuple[str, Shown]]  # (content type, schema)
+    responses: list[tuple[str, str, Shown]]  # (status, description, schema)
     schemas: list[str]  # the component schemas it refers to
 
     @property
@@ -67,9 +81,9 @@ def _operation(method: str, path: str, details: dict[str, Any]) -> Operation:
         parameters=[
             {**parameter, "type": _type_of(parameter.get("schema", {}))} for parameter in details.get("parameters", [])
         ],
-        body=[(content_type, _pretty(media.get("schema", {}))) for content_type, media in body.items()],
+        body=[(content_type, shown(media.get("schema"))) for content_type, media in body.items()],
         responses=[
-            (status, response.get("description", ""), _pretty(_schema_of(response)))
+            (status, response.get("description", ""), shown(_schema_of(response)))
             for status, response in sorted(details.get("responses", {}).items())
         ],
         schemas=sorted(_references(details)),

@@ -8,13 +8,14 @@ runs adds keyset pagination to the home page's filters (runs/forms.py).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 from ninja import NinjaAPI, Router, Status
 from ninja.errors import AuthenticationError
+from ninja.params import functions as param
 from ninja.security import HttpBearer
 
 from api import schemas
@@ -23,8 +24,9 @@ from api.models import ApiToken, authenticate_token
 from api.submissions import MAX_BODY_BYTES, MAX_RUNS, OutOfScopeError, SubmissionRefusedError, problem, submit
 from attestations import ratelimit
 from records.errors import RecordError
+from records.sources import SOURCES
 from runs import pages, serializers
-from runs.models import RerunRequest
+from runs.models import RerunRequest, Run
 from runs.selectors import (
     RerunRow,
     document_value,
@@ -161,11 +163,13 @@ def submit_runs(request: HttpRequest) -> Any:
 @api.get("/runs", operation_id="listRuns", summary="List runs", response={200: schemas.RunPage, 422: schemas.Problem})
 def list_runs(
     request: HttpRequest,
-    q: str | None = None,
-    source: str | None = None,
-    gpu: str | None = None,
-    evidence: str | None = None,
-    after: str | None = None,
+    q: Annotated[
+        str | None, param.Query(description="Search: a run id, a definition, implementation or project.")
+    ] = None,
+    source: Annotated[str | None, param.Query(description=f"One of {', '.join(SOURCES)}.")] = None,
+    gpu: Annotated[str | None, param.Query(description="A GPU product as runs name it, e.g. NVIDIA B200.")] = None,
+    evidence: Annotated[str | None, param.Query(description=f"One of {', '.join(Run.Evidence.values)}.")] = None,
+    after: Annotated[str | None, param.Query(description="The cursor of the page before (from `next`).")] = None,
 ) -> Any:
     """Listed runs as the home page lists them: newest first, or most relevant first for a query (`q`), filtered
     by `source`, `gpu` and `evidence`. A page links the next one (`next`: the same query, `after` its cursor)."""

@@ -23,6 +23,9 @@ class Point:
     label: str
     href: str
     highlighted: bool
+    # A run whose figure a KernelIndex rerun did not reproduce: drawn as a cross, not a dot, so the
+    # mark says it without colour.
+    not_reproduced: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,14 +74,18 @@ class StripChart:
         return [point for point in self.points if point.highlighted]
 
     @property
+    def not_reproduced(self) -> list[Point]:
+        return [point for point in self.points if point.not_reproduced]
+
+    @property
     def points_svg(self) -> SafeString:
         """Every point as SVG, the highlighted ones last (on top, larger, not links).
 
         Drawn here rather than in the template: a chart has up to 400 points, and a
         template loop spent about as long on them as on the rest of the page.
         """
-        others = "".join(_circle(point, "point", 4) for point in self.points if not point.highlighted)
-        return mark_safe(others + "".join(_circle(point, "point highlighted", 7) for point in self.highlighted))
+        others = "".join(_mark(point, 4) for point in self.points if not point.highlighted)
+        return mark_safe(others + "".join(_mark(point, 7) for point in self.highlighted))
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,7 @@ class Mark:
     label: str
     href: str = ""
     highlighted: bool = False
+    not_reproduced: bool = False
 
 
 def latency_chart(title: str, marks: list[Mark], references: list[tuple[str, str, float]]) -> StripChart | None:
@@ -125,14 +133,25 @@ def score_chart(title: str, marks: list[Mark]) -> StripChart:
 def _point(x: float, index: int, mark: Mark) -> Point:
     lane = LANES // 2 if mark.highlighted else index % LANES
     y = MARGIN + 8 + lane * (HEIGHT - 2 * MARGIN - 16) / (LANES - 1)
-    return Point(round(x, 1), round(y, 1), mark.label, mark.href, mark.highlighted)
+    return Point(round(x, 1), round(y, 1), mark.label, mark.href, mark.highlighted, mark.not_reproduced)
 
 
-def _circle(point: Point, css_class: str, radius: int) -> str:
-    circle = (
-        f'<circle class="{css_class}" cx="{point.x}" cy="{point.y}" r="{radius}">'
-        f"<title>{escape(point.label)}</title></circle>"
+def _mark(point: Point, radius: int) -> str:
+    """A dot, or a cross for a run a rerun did not reproduce; the run being viewed larger, with a ring, not a link."""
+    css_class = (
+        "point" + (" highlighted" if point.highlighted else "") + (" not-reproduced" if point.not_reproduced else "")
     )
-    if point.href and not point.highlighted:
-        return f'<a href="{escape(point.href)}">{circle}</a>'
-    return circle
+    title = f"<title>{escape(point.label)}</title>"
+    if point.not_reproduced:
+        x, y, r = point.x, point.y, radius
+        path = f"M{x - r} {y - r}L{x + r} {y + r}M{x - r} {y + r}L{x + r} {y - r}"
+        shape = f'<path class="{css_class}" d="{path}">{title}</path>'
+    else:
+        shape = f'<circle class="{css_class}" cx="{point.x}" cy="{point.y}" r="{radius}">{title}</circle>'
+    if point.highlighted:
+        # A ring around the viewed run, so it stands out from its neighbours by shape as well as colour.
+        ring = f'<circle class="viewed-ring" cx="{point.x}" cy="{point.y}" r="{radius + 5}"/>'
+        return ring + shape
+    if point.href:
+        return f'<a href="{escape(point.href)}">{shape}</a>'
+    return shape

@@ -26,7 +26,7 @@ from runs import display
 from runs.charts import Mark, StripChart, latency_chart, score_chart
 from runs.citations import Citation
 from runs.forms import RerunForm, RunSearchForm
-from runs.models import ComparisonGroup, Definition, Document, ReferenceRow, Run, SourceBoard
+from runs.models import EVIDENCE_LABELS, ComparisonGroup, Definition, Document, ReferenceRow, Run, SourceBoard
 from runs.selectors import (
     CHART_POINTS,
     board_for,
@@ -169,18 +169,21 @@ def _highlighted_run(group: ComparisonGroup, run_id: str) -> Run | None:
 def _latency_chart(group: ComparisonGroup, highlight: Run | None, references: list[ReferenceRow]) -> StripChart | None:
     # One reverse() for the hundreds of links: run ids are hex digits, which fill the pattern as they are.
     run_url = reverse("runs:detail", args=["RUN_ID"])
+    viewed = highlight.run_id if highlight is not None else ""
     marks = [
-        Mark(
-            ns,
-            f"{run_id}: {latency(ns)}",
-            run_url.replace("RUN_ID", run_id),
-            highlight is not None and run_id == highlight.run_id,
-        )
-        for run_id, ns in chart_latencies(group, highlight)
+        _latency_mark(run_id, ns, evidence, run_url.replace("RUN_ID", run_id), run_id == viewed)
+        for run_id, ns, evidence in chart_latencies(group, highlight)
     ]
     lines = [(ref.kind, ref.get_kind_display(), ref.latency_ns) for ref in references]
     shown = "the fastest ranked runs" if len(marks) >= CHART_POINTS else "every ranked run"
     return latency_chart(f"Latency of {shown} in the group", marks, lines)
+
+
+def _latency_mark(run_id: str, ns: float, evidence: str, href: str, viewed: bool) -> Mark:
+    """A run on the latency chart; one a rerun did not reproduce says so in its label and its shape."""
+    disputed = evidence == Run.Evidence.NOT_REPRODUCED
+    label = f"{run_id}: {latency(ns)}" + (f" ({EVIDENCE_LABELS[evidence]})" if disputed else "")
+    return Mark(ns, label, href, viewed, not_reproduced=disputed)
 
 
 def _score_chart(board: SourceBoard | None, highlight: Run | None) -> StripChart | None:
@@ -200,6 +203,8 @@ def _score_chart(board: SourceBoard | None, highlight: Run | None) -> StripChart
 
 
 # -- definitions and sources -------------------------------------------------------
+
+DEFINITIONS_PER_PAGE = 60
 
 
 def definition_page(definition: Definition) -> dict[str, Any]:
@@ -229,15 +234,24 @@ def definition_page(definition: Definition) -> dict[str, Any]:
     }
 
 
-def source_page(source: SourceInfo, page_number: str | None) -> dict[str, Any]:
+def source_page(
+    source: SourceInfo, page_number: str | None, definitions_page: str | None = None, show_empty: bool = False
+) -> dict[str, Any]:
+    """A source's runs, newest first, and its definitions, most runs first: those without runs only on asking."""
     runs = Run.objects.listed().filter(source=source.key).newest_first().select_related("definition")
+    definitions = Definition.objects.filter(source=source.key).annotate(run_count=Count("runs"))
+    with_runs = definitions.filter(run_count__gt=0)
     return {
         "source": source,
         "page": paginate(runs, page_number),
-        "definition_count": Definition.objects.filter(source=source.key).count(),
-        "definitions": Definition.objects.filter(source=source.key)
-        .annotate(run_count=Count("runs"))
-        .order_by("-run_count", "name")[:20],
+        "definition_count": definitions.count(),
+        "definitions_with_runs": with_runs.count(),
+        "show_empty": show_empty,
+        "definitions": paginate(
+            (definitions if show_empty else with_runs).order_by("-run_count", "name"),
+            definitions_page,
+            DEFINITIONS_PER_PAGE,
+        ),
     }
 
 
@@ -260,6 +274,8 @@ def compare_page(a: Run, b: Run) -> dict[str, Any]:
         "ratio": ratio,
         "ratio_sentence": display.ratio_sentence(a.run_id, b.run_id, ratio) if ratio else "",
         "same_group": a.group_id == b.group_id,
+        # A ratio of figures a rerun contradicted is headlined only with that said beside it.
+        "not_reproduced": [run for run in (a, b) if run.evidence == Run.Evidence.NOT_REPRODUCED],
         "reasons": [] if a.group_id == b.group_id else display.comparability_reasons(a.group, b.group),
         "metrics": [
             (name, metrics_a.get(name), metrics_b.get(name)) for name in sorted(metrics_a.keys() | metrics_b.keys())

@@ -288,18 +288,18 @@ def board_for(group: ComparisonGroup) -> SourceBoard | None:
     ).first()
 
 
-def chart_latencies(group: ComparisonGroup, highlight: Run | None) -> list[tuple[str, float]]:
-    """(run id, latency) for the fastest runs of a group, plus the highlighted one wherever it is."""
-    rows: list[tuple[str, float]] = [
-        (run_id, float(ns or 0))
-        for run_id, ns in Run.objects.rankable()
+def chart_latencies(group: ComparisonGroup, highlight: Run | None) -> list[tuple[str, float, str]]:
+    """(run id, latency, evidence level) for the fastest runs of a group, plus the highlighted one wherever it is."""
+    rows: list[tuple[str, float, str]] = [
+        (run_id, float(ns or 0), evidence)
+        for run_id, ns, evidence in Run.objects.rankable()
         .filter(group=group)
         .order_by("latency_ns", "id")
-        .values_list("run_id", "latency_ns")[:CHART_POINTS]
+        .values_list("run_id", "latency_ns", "evidence")[:CHART_POINTS]
     ]
-    if highlight is not None and highlight.is_rankable and all(rid != highlight.run_id for rid, _ in rows):
+    if highlight is not None and highlight.is_rankable and all(row[0] != highlight.run_id for row in rows):
         assert highlight.latency_ns is not None
-        rows.append((highlight.run_id, highlight.latency_ns))
+        rows.append((highlight.run_id, highlight.latency_ns, highlight.evidence))
     return rows
 
 

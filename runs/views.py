@@ -204,9 +204,15 @@ def definition_json(request: HttpRequest, source: str, name: str) -> JsonRespons
 
 
 @require_safe
-@cached_page(params=("page",), scopes=lambda key: [LISTS])
+@cached_page(params=("page", "definitions_page", "empty"), scopes=lambda key: [LISTS])
 def source_detail(request: HttpRequest, key: str) -> HttpResponse:
-    context = pages.source_page(get_source_or_404(key), request.GET.get("page"))
+    """?definitions_page pages the definitions; ?empty=shown lists those without runs too (a link, no script)."""
+    context = pages.source_page(
+        get_source_or_404(key),
+        request.GET.get("page"),
+        request.GET.get("definitions_page"),
+        show_empty=request.GET.get("empty") == "shown",
+    )
     return render(request, "runs/source_detail.html", context)
 
 

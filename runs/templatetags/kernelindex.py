@@ -75,6 +75,12 @@ def line_count(text: str) -> int:
 
 
 @register.filter
+def is_text_block(value: object) -> bool:
+    """A value of several lines (a source file, a reference implementation): shown as a monospace block."""
+    return isinstance(value, str) and "\n" in value.strip()
+
+
+@register.filter
 def axes_text(axes: dict[str, object] | None) -> str:
     """{'batch_size': 4, 'seq_len': 256} -> 'batch_size=4, seq_len=256'."""
     return ", ".join(f"{name}={value}" for name, value in (axes or {}).items())

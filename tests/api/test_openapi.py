@@ -111,7 +111,9 @@ def test_the_docs_page_lists_every_operation_without_outside_scripts(client: Cli
     for template, operations in document["paths"].items():
         for method in operations:
             assert f"{method.upper()} {template}" in html
-    assert "Manifest" in html and "Authorization: Bearer" in html
+    assert "Authorization: Bearer" in html
+    # Each schema an operation names links to it, down to the manifest the importer reads.
+    assert 'href="#schema-Submission"' in html and 'id="schema-Manifest"' in html and 'id="schema-RunSpec"' in html
     # Nothing from another origin and no inline script: it works offline and under the site's policy.
     assert "script-src 'self'" in response["Content-Security-Policy"]
     assert not re.search(r"<script(?![^>]*\bsrc=\"/static/)", html)

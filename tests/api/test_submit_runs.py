@@ -134,6 +134,8 @@ def test_the_array_index_of_a_bad_manifest_is_named(submit: Submit) -> None:
         (b"run=1", "application/x-www-form-urlencoded", 415, "application/x-ndjson"),
         (b"<manifest/>", "application/xml", 415, "application/json"),
         (b"[" * 100 + b"]" * 100, "application/json", 422, "nested deeper"),
+        (b'{"run": "\\u0000"}', "application/json", 422, "NUL"),
+        (b'{"run": "' + b"x" * (4 * 1024 * 1024) + b'"}\n{}', JSONL, 422, "the limit for a line"),
     ],
 )
 def test_bad_bodies_get_a_json_error_never_a_server_error(
@@ -144,6 +146,14 @@ def test_bad_bodies_get_a_json_error_never_a_server_error(
     assert response.status_code == status, response.content
     assert response["Content-Type"].startswith("application/json")
     assert words in response.json()["detail"]
+    assert not Run.objects.exists()
+
+
+def test_a_body_in_another_charset_is_refused_before_it_is_read(submit: Submit) -> None:
+    # The test client encodes a text body in the charset named.
+    response = submit(demo_lines()[0], content_type="application/json; charset=latin-1")
+
+    assert response.status_code == 400
     assert not Run.objects.exists()
 
 
@@ -162,6 +172,10 @@ def test_no_token_or_a_revoked_or_unknown_one_gets_401(submit: Submit, token: tu
     assert missing["WWW-Authenticate"].startswith("Bearer")
 
     assert submit(manifest, secret="ki_not-a-token").status_code == 401
+    basic = Client().post(
+        SUBMIT_URL, manifest, content_type="application/json", headers={"Authorization": "Basic eDp5"}
+    )
+    assert basic.status_code == 401
 
     token[0].revoke()
     revoked = submit(manifest)
