@@ -73,12 +73,14 @@ class ApiToken(models.Model):
         ApiToken.objects.filter(pk=self.pk, revoked_at=None).update(revoked_at=self.revoked_at)
         return True
 
-    def out_of_scope(self, source: str, project: str) -> str | None:
-        """Why a run of this source and project may not be submitted with this token; None when it may."""
+    def out_of_scope(self, source: str, project: str) -> tuple[str, str] | None:
+        """Where a run of this source and project leaves this token's scope (the manifest field, and why);
+        None when the token may submit it."""
         if source != self.source:
-            return f"this token submits {self.source} runs, and this is a {source} run"
+            return "run.spec.sourceNative.source", f"this token submits {self.source} runs, and this is a {source} run"
         if self.project and project != self.project:
-            return f"this token submits runs of project {self.project!r}, and this run's project is {project!r}"
+            reason = f"this token submits runs of project {self.project!r}, and this run's project is {project!r}"
+            return "implementation.spec.project", reason
         return None
 
 

@@ -81,8 +81,11 @@ class ScopedManifests:
 
     def _check(self, item: RunItem, path: Path) -> None:
         run = summarize(item)
-        if (reason := self.token.out_of_scope(run.source, run.project)) is not None:
-            raise OutOfScopeError(path, item.line, item.id_field, reason)
+        if (refusal := self.token.out_of_scope(run.source, run.project)) is not None:
+            field_name, reason = refusal
+            # In a JSON array the run's fields are named after its index ("[2].run..."), as its id field is.
+            prefix = item.id_field.split("run.", 1)[0]
+            raise OutOfScopeError(path, item.line, prefix + field_name, reason)
         if len(self.accepted) >= MAX_RUNS:
             raise RecordError(path, item.line, None, f"more than {MAX_RUNS} runs; submit them in parts")
         self.accepted.append((run.run_id, run.digest, item.line))
@@ -95,7 +98,8 @@ def submit(request: HttpRequest, token: ApiToken) -> Accepted:
     if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         raise SubmissionRefusedError(413, _too_large())
     with tempfile.TemporaryDirectory(prefix="kernelindex-submission-") as folder:
-        path = Path(folder) / "submission"
+        # The import's log names the file: let it name the token that sent it.
+        path = Path(folder) / f"api-submission-token-{token.pk}"
         size = _copy_body(request, path)
         if size == 0:
             raise SubmissionRefusedError(422, "the body is empty: send a manifest, or JSON lines of them")

@@ -191,6 +191,7 @@ def test_a_token_for_another_source_gets_403(submit: Submit) -> None:
 
     assert response.status_code == 403
     assert "sol-execbench" in response.json()["detail"]
+    assert response.json()["field"] == "run.spec.sourceNative.source"
     assert not Run.objects.exists()
 
 
@@ -201,6 +202,10 @@ def test_a_token_for_another_project_gets_403(submit: Submit) -> None:
 
     assert response.status_code == 403
     assert "flashinfer" in response.json()["detail"]
+    assert response.json()["field"] == "implementation.spec.project"
+    # A manifest in an array is named by its index.
+    array = json.dumps([demo_manifest(0), demo_manifest(1)])
+    assert submit(array, secret=other).json()["field"] == "[0].implementation.spec.project"
 
 
 def test_over_the_rate_limit_gets_429_with_retry_after(
