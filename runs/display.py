@@ -6,11 +6,16 @@ the page, the compare view and the JSON twins say the same thing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from records.sources import default_revision
+from pydantic import ConfigDict, ValidationError
+
+from records.schema import CaseResult
+from records.sources import default_revision, display_external_id
 from records.sources.hardware import CLASSES, CPU_CLASS, hardware_class_of
 
 # What a comparator checks, for protocols that name one but publish no policy text.
@@ -38,7 +43,8 @@ def source_native_summary(run: dict[str, Any]) -> str:
     if "sol_score" in metrics:
         parts.append(f"SOL {metrics['sol_score']:.4f}")
     if "avg_speedup" in metrics:
-        parts.append(f"{format_ratio(metrics['avg_speedup'])} reference")
+        # SOL-ExecBench averages the per-case speedups: it is not the ratio of the suite latencies shown beside it.
+        parts.append(f"{format_ratio(metrics['avg_speedup'])} reference (mean of per-case speedups)")
     if "fast_1_count" in metrics and "fast_1_total" in metrics:
         parts.append(f"{metrics['fast_1_count']}/{metrics['fast_1_total']} cases faster")
     if "passed_cases" in metrics and "cases" in metrics:
@@ -72,8 +78,11 @@ def workload_line(cases: int | None, statistic: str) -> str:
     return f"suite of {cases} cases · {statistic} latency"
 
 
-def correctness_sentence(run: dict[str, Any], protocol: dict[str, Any], evidence: str) -> str:
-    """What is known about the run's correctness, and who established it."""
+def correctness_sentence(
+    run: dict[str, Any], protocol: dict[str, Any], evidence: str, *, by_rerun: bool = False
+) -> str:
+    """What is known about the run's correctness, and who established it (`by_rerun`: a KernelIndex rerun's
+    own result, which no source reported)."""
     spec = spec_of(run)
     status = spec.get("status")
     policy = (spec_of(protocol).get("correctness") or {}).get("policy")
@@ -88,7 +97,8 @@ def correctness_sentence(run: dict[str, Any], protocol: dict[str, Any], evidence
     if cases:
         passed = sum(1 for case in cases if case.get("status") == "passed")
         verdict = "Passed" if status == "passed" else "Failed"
-        return f"{verdict} on {passed} of {len(cases)} cases, as reported by the source."
+        who = "as the KernelIndex rerun measured it" if by_rerun else "as reported by the source"
+        return f"{verdict}: {passed} of {len(cases)} cases passed, {who}."
     verdict = {
         "passed": "Marked passed",
         "failed": "Marked failed",
@@ -104,12 +114,14 @@ def comparator_description(protocol: dict[str, Any]) -> str:
     return correctness.get("description") or COMPARATOR_DESCRIPTIONS.get(correctness.get("comparator", ""), "")
 
 
-def gpu_line(environment: dict[str, Any]) -> str:
-    """'NVIDIA B200 (sm_100)'."""
+def environment_hardware(environment: dict[str, Any] | None) -> str:
+    """'NVIDIA B200 (sm_100)', 'CPU · AMD EPYC': the hardware label (hardware_label) of an Environment document."""
     hardware = spec_of(environment).get("hardware") or {}
-    product = hardware.get("product", "unknown GPU")
+    label = hardware_label(
+        str(hardware.get("product") or ""), str(hardware.get("class") or ""), str(hardware.get("model") or "")
+    )
     architecture = hardware.get("architecture")
-    return f"{product} ({architecture})" if architecture else product
+    return f"{label} ({architecture})" if architecture and str(architecture) not in label else label
 
 
 def harness_line(protocol: dict[str, Any]) -> str:
@@ -131,16 +143,16 @@ def protocol_rows(protocol: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     if comparability.get("notes"):
         rows.append(("notes", comparability["notes"]))
-    return [(label, value) for label, value in rows if value]
+    return [(field_label(key), value) for key, value in rows if value]
 
 
 def environment_rows(environment: dict[str, Any]) -> list[tuple[str, str]]:
     spec = spec_of(environment)
-    rows = [("gpu", gpu_line(environment))]
+    rows = [("hardware", environment_hardware(environment))]
     for name, version in sorted(((spec.get("software") or {}).get("libraries") or {}).items()):
-        rows.append((name, version))
+        rows.append((field_label(name), version))
     for label, value in sorted(((environment or {}).get("metadata", {}).get("labels") or {}).items()):
-        rows.append((label, value))
+        rows.append((field_label(label), value))
     return rows
 
 
@@ -156,17 +168,43 @@ def measurements(run: dict[str, Any]) -> list[Measurement]:
     latency = timing.get("latencyNs") or {}
     primary = timing.get("primaryStatistic")
     ordered = sorted(latency.items(), key=lambda item: (item[0] != primary, item[0]))
-    return [Measurement(f"latency · {statistic}", value) for statistic, value in ordered]
+    return [Measurement(f"latency · {field_label(statistic)}", value) for statistic, value in ordered]
 
 
 def implementation_rows(
     implementation: dict[str, Any] | None, run_title: str, source: str, external_id: str
-) -> dict[str, str]:
-    """implementation, project, revision — from the Implementation document, else the run's title."""
+) -> Identity:
+    """implementation, project, revision — from the Implementation document, else the run's title.
+
+    Each fact is said once: a project named as the implementation is, a revision or a name made from the
+    external id (SOL-ExecBench's "submission 18332"), are left out, and the page names the run by its
+    external id alone ("unnamed": the source gave no name of its own).
+    """
     spec = spec_of(implementation)
     name = spec.get("name") or run_title.split(" · ")[0]
-    revision = spec.get("revision") or default_revision(source, external_id)
-    return {"implementation": name, "project": spec.get("project") or name, "revision": revision}
+    revision = spec.get("revision") or ""
+    project = spec.get("project") or ""
+    return Identity(
+        implementation=name,
+        project=project if project != name else "",
+        revision=revision if revision != default_revision(source, external_id) else "",
+        unnamed=not spec.get("name") and _same_words(name, display_external_id(source, external_id)),
+    )
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who made the implementation, as the Identity section names it; '' where it would repeat another row."""
+
+    implementation: str
+    project: str
+    revision: str
+    unnamed: bool
+
+
+def _same_words(a: str, b: str) -> bool:
+    """'submission 18332' and 'submission/18332' say the same."""
+    return re.sub(r"[^a-z0-9]", "", a.lower()) == re.sub(r"[^a-z0-9]", "", b.lower())
 
 
 def artifacts(implementation: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -273,3 +311,143 @@ def hardware_label(product: str, hardware_class: str = "", model: str = "") -> s
     if label.upper() in detail.upper():
         return detail
     return f"{label} · {detail}"
+
+
+# -- labels and numbers as people read them ------------------------------------------
+
+# The documents' keys as the run page labels them; a key not here is split into words (field_label).
+FIELD_LABELS = {
+    "primaryStatistic": "primary statistic",
+    "correctnessReference": "correctness reference",
+    "comparabilityFamily": "comparability family",
+    "evaluation_stack": "evaluation stack",
+    "cpu-threads": "CPU threads",
+    "ci95Low": "95 % interval, low end",
+    "ci95High": "95 % interval, high end",
+    "stdev": "standard deviation",
+    "min": "minimum",
+    "max": "maximum",
+    "cuda": "CUDA",
+    "torch": "PyTorch",
+    "triton": "Triton",
+    "python": "Python",
+}
+
+
+def field_label(key: str) -> str:
+    """'primaryStatistic' -> 'primary statistic'; 'evaluation_stack' -> 'evaluation stack'."""
+    if key in FIELD_LABELS:
+        return FIELD_LABELS[key]
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", key).replace("_", " ").replace("-", " ")
+    return words.lower() if words != key or not key.isupper() else key
+
+
+def significant(value: Any, digits: int = 3) -> str:
+    """A measured number to `digits` significant digits: 0.0000019073486 -> '1.91e-06', 0.0625 -> '0.0625'."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return "—"
+    return f"{value:.{digits}g}"
+
+
+def plain_number(value: Any) -> str:
+    """A number a source wrote, without binary floating-point noise: 0.027999999999999997 -> '0.028'."""
+    if isinstance(value, float) and math.isfinite(value):
+        return f"{value:.12g}"
+    return str(value)
+
+
+# -- per-case results ----------------------------------------------------------------
+
+
+class ShownCase(CaseResult):
+    """A case as run documents spell cases (records.schema.CaseResult), with the fields the table shows.
+
+    Lax where the import was strict: a stored document is shown as it is, never refused.
+    """
+
+    model_config = ConfigDict(extra="allow", strict=False)
+
+    sourceStatus: str | None = None  # noqa: N815 (the wire format's spelling, as records.schema)
+    speedup: float | None = None
+    maxAbsoluteError: float | None = None  # noqa: N815
+    maxRelativeError: float | None = None  # noqa: N815
+    message: str | None = None
+    timing: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    """One row of a per-case table."""
+
+    name: str
+    status: str  # the run statuses' one spelling (runs.models.Run.Status)
+    code: str  # the source's or the harness's own status where it says more ('INCORRECT_NUMERICAL'), else ''
+    latency_ns: float | None
+    ci95: tuple[float, float] | None
+    reference_ns: float | None
+    speedup: float | None
+    max_abs_error: str
+    max_rel_error: str
+    message: str
+
+
+def case_name(case: ShownCase, axes_by_uuid: Mapping[str, Mapping[str, Any]]) -> str:
+    """A case by its axes ('batch_size=128'), from the case itself or its workload's case of that uuid."""
+    axes = case.axes or axes_by_uuid.get(case.workload or "", {})
+    return axes_text(axes) if axes else (case.workload or "—")
+
+
+def axes_text(axes: Mapping[str, Any]) -> str:
+    """{'batch_size': 4, 'seq_len': 256} -> 'batch_size=4, seq_len=256'."""
+    return ", ".join(f"{name}={plain_number(value)}" for name, value in axes.items())
+
+
+def name_cases(text: str, axes_by_uuid: Mapping[str, Mapping[str, Any]]) -> str:
+    """A failure reason with each case's uuid replaced by its axes: 'case batch_size=128: max abs error …'."""
+    for uuid, axes in axes_by_uuid.items():
+        if uuid and axes and uuid in text:
+            text = text.replace(uuid, axes_text(axes))
+    return text
+
+
+def workload_axes(workload: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """uuid -> axes of each case of a Workload document."""
+    cases = spec_of(workload).get("cases") or []
+    return {
+        str(case["uuid"]): dict(case.get("axes") or {})
+        for case in cases
+        if isinstance(case, dict) and case.get("uuid") and isinstance(case.get("axes"), dict)
+    }
+
+
+def case_rows(cases: list[Any], axes_by_uuid: Mapping[str, Mapping[str, Any]]) -> list[CaseRow]:
+    """The rows of a per-case table, from a run document's `cases` (a source's, or a rerun's)."""
+    rows = []
+    for raw in cases:
+        try:
+            case = ShownCase.model_validate(raw)
+        except ValidationError:
+            continue  # not a case this version can read; the manifest still shows it
+        rows.append(_case_row(case, axes_by_uuid))
+    return rows
+
+
+def _case_row(case: ShownCase, axes_by_uuid: Mapping[str, Mapping[str, Any]]) -> CaseRow:
+    interval = ((case.timing or {}).get("latencyNs") or {}) if isinstance(case.timing, dict) else {}
+    low, high = interval.get("ci95Low"), interval.get("ci95High")
+    speedup = case.speedup
+    if speedup is None and case.latencyNs and case.referenceLatencyNs:
+        speedup = case.referenceLatencyNs / case.latencyNs
+    code = (case.sourceStatus or "").strip()
+    return CaseRow(
+        name=case_name(case, axes_by_uuid),
+        status=case.status.lower(),
+        code=code if code.lower() != case.status.lower() else "",
+        latency_ns=case.latencyNs,
+        ci95=(low, high) if isinstance(low, (int, float)) and isinstance(high, (int, float)) else None,
+        reference_ns=case.referenceLatencyNs,
+        speedup=speedup,
+        max_abs_error=significant(case.maxAbsoluteError),
+        max_rel_error=significant(case.maxRelativeError),
+        message=name_cases(case.message or "", axes_by_uuid),
+    )

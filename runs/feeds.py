@@ -112,9 +112,10 @@ class GroupTopFeed(RunsFeed):
     it stores: it walks the group's listed, rankable runs in the order they were
     published, and a run is an entry when it beat every run published before it
     (in the group's own order: the source's score where the source ranks by one,
-    higher first, else the latency, lower first). A run withdrawn since is left
-    out, and the runs after it are judged without it; the entry's date is the
-    day the run was published, not the day it reached the top of the board.
+    higher first, among the runs on its public board; else the latency, lower
+    first). It reads today's data: a run withdrawn since, or found not
+    reproduced since, is left out, and the runs after it are judged without it;
+    the entry's date is the day the run was published.
     """
 
     def get_object(self, request: HttpRequest, key: str) -> ComparisonGroup:
@@ -140,9 +141,11 @@ class GroupTopFeed(RunsFeed):
 
 def top_run_changes(group: ComparisonGroup) -> list[Run]:
     """The runs of a group that were its #1 when they were published, in publication order."""
+    # A run a rerun did not reproduce is never ranked above one that was not found wanting: it never led.
     runs = Run.objects.rankable().filter(group=group)
     if group.native_order:
-        runs = group.runs.listed().exclude(source_score=None)
+        runs = group.runs.listed().filter(on_public_board=True).exclude(source_score=None)
+    runs = runs.exclude(evidence=Run.Evidence.NOT_REPRODUCED)
     ordered = runs.order_by("published_at", "id").values_list("pk", "latency_ns", "source_score")
     leaders: list[int] = []
     best: float | None = None

@@ -26,17 +26,29 @@ from runs import display
 from runs.charts import Mark, StripChart, latency_chart, score_chart
 from runs.citations import Citation
 from runs.forms import RerunForm, RunSearchForm
-from runs.models import EVIDENCE_LABELS, ComparisonGroup, Definition, Document, ReferenceRow, Run, SourceBoard
+from runs.models import (
+    EVIDENCE_LABELS,
+    STATUS_MEANINGS,
+    ComparisonGroup,
+    Definition,
+    Document,
+    ReferenceRow,
+    Run,
+    SourceBoard,
+)
 from runs.selectors import (
     CHART_POINTS,
+    RerunRow,
     board_for,
     chart_latencies,
     document_value,
     evidence_history,
+    group_size,
     hardware_class_for,
     leaderboard,
     live_hardware_classes,
     references_for,
+    rerun_origin,
     rerun_rows,
     run_manifest_text,
     run_rank,
@@ -77,28 +89,36 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
     cases = display.case_count(run_doc, workload, run.definition.case_count if run.definition else 0)
     identity = display.implementation_rows(implementation, run.title, run.source, run.external_id)
     manifest = run_manifest_text(run, documents)
+    axes_by_uuid = display.workload_axes(workload)
+    reruns = reruns_section(run, values.get("environment"), may_request_rerun=may_request_rerun, workload=workload)
+    origin = reruns["rerun_origin"]
+    rank = run_rank(run)
     return {
         "run": run,
-        "rank": run_rank(run),
+        "rank": rank,
+        "group_size": group_size(run),
+        "board": board_for(run.group) if rank.source_native else None,
+        "status_meaning": STATUS_MEANINGS.get(run.status, ""),
         "documents": documents,
         "source_summary": display.source_native_summary(run_doc),
         "identity": identity,
         "workload_line": display.workload_line(cases, run.primary_statistic),
-        "correctness": display.correctness_sentence(run_doc, protocol, run.evidence),
+        "correctness": display.correctness_sentence(run_doc, protocol, run.evidence, by_rerun=origin is not None),
         "comparator": (display.spec_of(protocol).get("correctness") or {}).get("comparator", ""),
         "comparator_description": display.comparator_description(protocol),
         "measurements": display.measurements(run_doc),
-        "case_results": display.spec_of(run_doc).get("cases") or [],
+        "case_results": display.case_rows(display.spec_of(run_doc).get("cases") or [], axes_by_uuid),
         "protocol_rows": display.protocol_rows(protocol),
         "environment_rows": display.environment_rows(environment),
+        "hardware": display.environment_hardware(environment) if environment else run.hardware,
         "artifacts": display.artifacts(implementation),
         "entry_point": display.entry_point_line(implementation),
         "versions": list(run.versions.all()),
         "manifest_pretty": json.dumps(json.loads(manifest), indent=2, ensure_ascii=False),
-        "citation": citation(run, identity["implementation"]),
+        "citation": citation(run, identity.implementation),
         "attestations": approved_attestations(run),
         "issue_reports": public_issue_reports(run),
-        **reruns_section(run, values.get("environment"), may_request_rerun=may_request_rerun),
+        **reruns,
     }
 
 
@@ -115,27 +135,44 @@ def citation(run: Run, author: str) -> Citation:
     )
 
 
-def reruns_section(run: Run, environment: dict[str, Any] | None, *, may_request_rerun: bool) -> dict[str, Any]:
-    """The run page's reruns and evidence section; `environment` is the run's Environment document."""
+def reruns_section(
+    run: Run, environment: dict[str, Any] | None, *, may_request_rerun: bool, workload: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The run page's reruns and evidence section; `environment` and `workload` are the run's documents
+    (the workload names the cases a rerun's results give by uuid)."""
     own_class = hardware_class_for(run, environment)
     reruns = rerun_rows(run, own_class)
     may_rerun = may_request_rerun and not run.withdrawn_at
     return {
         "reruns": reruns,
+        "deciding_rerun": deciding_rerun(reruns),
+        # A rerun's own result run: its page says whose rerun it is, and its verdict.
+        "rerun_origin": rerun_origin(run),
+        "axes_by_uuid": display.workload_axes(workload),
         "active_rerun": next((row.request for row in reruns if row.request.is_active), None),
         "evidence_history": evidence_history(run),
         "evidence_rule": evidence_rule(settings.RERUN_TOLERANCE),
         "own_class": own_class,
-        "rerun_form": RerunForm(initial={"hardware": own_class}) if may_rerun else None,
+        "own_class_label": display.hardware_class_label(own_class) or own_class,
+        "rerun_form": RerunForm() if may_rerun else None,
         # Only moderators see it, on pages of their own: a cached public page would show a stale worker list.
         "live_classes": live_hardware_classes() if may_rerun else None,
     }
 
 
 def reruns_fragment(run: Run, *, may_request_rerun: bool) -> dict[str, Any]:
-    """The reruns section alone, as the run page polls it; it reads the environment document only."""
+    """The reruns section alone, as the run page polls it; it reads the environment and workload documents."""
     environment = document_value(run.environment_digest)
-    return {"run": run, "oob": True, **reruns_section(run, environment, may_request_rerun=may_request_rerun)}
+    workload = document_value(run.workload_digest)
+    section = reruns_section(run, environment, may_request_rerun=may_request_rerun, workload=workload)
+    return {"run": run, "oob": True, **section}
+
+
+def deciding_rerun(reruns: list[RerunRow]) -> RerunRow | None:
+    """The rerun the run page leads with: the latest conclusive one on the run's own hardware class, the one
+    the evidence rule lets decide (runs.reruns.refresh_evidence)."""
+    conclusive = [row for row in reruns if row.counts_for_evidence and row.request.verdict and row.request.finished_at]
+    return max(conclusive, key=lambda row: (row.request.finished_at, row.request.pk), default=None)
 
 
 # -- comparison groups -------------------------------------------------------------

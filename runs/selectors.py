@@ -372,6 +372,19 @@ def evidence_history(run: Run) -> list[EvidenceChange]:
     return list(run.evidence_changes.select_related("rerun"))
 
 
+def rerun_origin(result: Run) -> RerunRequest | None:
+    """The rerun request whose result this run is (with the run it reran); None for every other run."""
+    return RerunRequest.objects.select_related("run").filter(result_run=result).first()
+
+
+def group_size(run: Run) -> int:
+    """How many runs its group's ranking holds, in the order the run page names: the runs with a place on
+    the source's board for a source-ordered group, else the runs KernelIndex ranks by latency."""
+    if run.group.native_order and run.source_rank is not None:
+        return run.group.runs.listed().exclude(source_rank=None).count()
+    return Run.objects.rankable().filter(group=run.group).count()
+
+
 # -- page-cache scopes ----------------------------------------------------------
 
 

@@ -51,6 +51,9 @@ class HardwareClass:
 
 QUEUE_PREFIX = "reruns."
 CPU_CLASS = "cpu"
+# How processors name themselves (/proc/cpuinfo's model name): a host that reports its processor's model
+# ("AMD EPYC 7B13", "Intel(R) Xeon(R) Processor") is of the CPU class, as one that says only "CPU" is.
+CPU_MODEL_FRAGMENTS = ("XEON", "EPYC", "RYZEN", "THREADRIPPER", "CORE(TM)", "PROCESSOR", "NEOVERSE", "APPLE M")
 
 
 def _gpu(vendor: str, fragment: str, architecture: str) -> HardwareClass:
@@ -145,7 +148,7 @@ def hardware_class_of(product: str) -> str:
     group by machine; no worker serves such a name until the registry has it.
     """
     upper = product.strip().upper()
-    if not upper or upper == CPU_CLASS.upper():
+    if not upper or upper == CPU_CLASS.upper() or any(fragment in upper for fragment in CPU_MODEL_FRAGMENTS):
         return CPU_CLASS
     hardware = _matching_class(product)
     if hardware is not None:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from django import template
+from django.contrib.messages.storage.base import Message
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from records.canonical import short_digest as _short_digest
 from records.sources import SourceInfo
 from records.sources import navigation_sources as _navigation_sources
+from runs import display
 from runs.highlight import highlight
 
 register = template.Library()
@@ -82,8 +85,28 @@ def is_text_block(value: object) -> bool:
 
 @register.filter
 def axes_text(axes: dict[str, object] | None) -> str:
-    """{'batch_size': 4, 'seq_len': 256} -> 'batch_size=4, seq_len=256'."""
-    return ", ".join(f"{name}={value}" for name, value in (axes or {}).items())
+    """{'batch_size': 4, 'max_atol': 0.027999999999999997} -> 'batch_size=4, max_atol=0.028'."""
+    return display.axes_text(axes or {})
+
+
+@register.filter
+def shape_text(shape: object) -> str:
+    """A tensor's shape as definitions give it: '[batch_size, 2048]', or 'scalar' where it has none."""
+    if not isinstance(shape, list) or not shape:
+        return "scalar"
+    return "[" + ", ".join(display.plain_number(dimension) for dimension in shape) + "]"
+
+
+@register.filter
+def name_cases(text: str, axes_by_uuid: dict[str, dict[str, object]] | None) -> str:
+    """A failure reason with each case's uuid replaced by its axes (runs.display.name_cases)."""
+    return display.name_cases(str(text or ""), axes_by_uuid or {})
+
+
+@register.simple_tag
+def case_rows(cases: list[object], axes_by_uuid: dict[str, dict[str, object]] | None) -> list[display.CaseRow]:
+    """A per-case table's rows from a run document's cases (runs.display.case_rows)."""
+    return display.case_rows(cases or [], axes_by_uuid or {})
 
 
 @register.simple_tag(takes_context=True)
@@ -103,3 +126,10 @@ def query_with(context: dict[str, object], **changes: object) -> str:
 def navigation_sources() -> list[SourceInfo]:
     """The sources the site's navigation names, from the one registry (records.sources.REGISTRY)."""
     return _navigation_sources()
+
+
+@register.filter
+def tagged(messages: Iterable[Message] | None, tag: str) -> list[Message]:
+    """The messages of one section, by their extra tag, errors first: the section shows one notice."""
+    mine = [message for message in messages or [] if message.extra_tags == tag]
+    return sorted(mine, key=lambda message: message.level_tag != "error")

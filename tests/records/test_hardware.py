@@ -27,6 +27,9 @@ from records.sources.hardware import (
         ("Tesla T4", "nvidia-t4"),
         ("AMD Instinct MI300X", "amd-mi300x"),
         ("CPU", "cpu"),
+        # A host that names its processor is of the same class as one that says "CPU" (issue #14).
+        ("Intel(R) Xeon(R) Processor", "cpu"),
+        ("AMD EPYC 7B13 64-Core Processor", "cpu"),
         ("Some New Accelerator 9", "some-new-accelerator-9"),
     ],
 )

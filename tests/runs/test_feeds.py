@@ -12,6 +12,7 @@ from django.test import Client
 from django.utils import timezone
 
 from runs.models import ComparisonGroup, Definition, RerunRequest, Run
+from runs.reruns import retire_run_pages
 from tests.conftest import ImportRuns
 from tests.pages import sol_records, write_jsonl
 
@@ -88,6 +89,12 @@ def test_a_groups_feed_has_an_entry_each_time_its_number_one_changed(
     expected = [by_id[str(record["id"])].run_id for record in (fastest, fast, slow)]
     assert run_ids_linked(feed) == expected  # newest first; the slower run never took the top
     assert feed.entries[0].title.startswith("New #1: ")
+
+    # A rerun finds the fastest one not reproduced: it never led, and the feed says so once the verdict is in.
+    caught = by_id[str(fastest["id"])]
+    Run.objects.filter(pk=caught.pk).update(evidence=Run.Evidence.NOT_REPRODUCED)
+    retire_run_pages(caught)
+    assert run_ids_linked(parsed(client, url)) == expected[1:]
 
 
 @pytest.mark.usefixtures("imported")

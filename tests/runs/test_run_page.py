@@ -13,16 +13,15 @@ from runs.models import Run
 from tests.conftest import SEED_MANIFEST, ImportRuns
 from tests.pages import squeezed, visible_text
 
-# Every line of the seed page (../shared/reference) that the seed's record determines.
+# Every line of the seed page (../shared/reference) that the seed's record determines, in today's words: keys
+# as labels, the hardware under that name, and no project or revision that repeats another row (issue #14).
 SEED_LINES = [
     "Primary measurement",
     "175.5µs mean",
     "observed 2026-04-20",
-    "SOL 0.3256 · 0.55× reference · 0/16 cases faster",
+    "SOL 0.3256 · 0.55× reference (mean of per-case speedups) · 0/16 cases faster",
     "Identity",
     "implementation Amir M. Mir | SF Tensor",
-    "project Amir M. Mir | SF Tensor",
-    "revision submission-1307",
     "workload suite of 16 cases · mean latency",
     "comparison key sha256:",
     "source NVIDIA SOL-ExecBench",
@@ -37,15 +36,15 @@ SEED_LINES = [
     "Protocol",
     "harness SOL-ExecBench evaluation stack v1.0",
     "timer harness_reported",
-    "primaryStatistic mean",
-    "correctnessReference definition reference implementation",
-    "comparabilityFamily sol_execbench_leaderboard",
+    "primary statistic mean",
+    "correctness reference definition reference implementation",
+    "comparability family sol_execbench_leaderboard",
     "Environment",
-    "gpu NVIDIA B200 (sm_100)",
+    "hardware NVIDIA B200 (sm_100)",
     "Artifacts",
     "No artifacts published with this run.",
     "Replications and notes",
-    "No attestations yet.",
+    "No one has added a reproduction or a note yet.",
     "Community attestations. They never change the evidence level; only a KernelIndex-controlled rerun does.",
     "Add a reproduction or note",
     "Canonical manifest",
@@ -121,7 +120,8 @@ def test_sol_runs_show_their_source_native_rank(client: Client, import_runs: Imp
     import_runs(sample / "sol-execbench")
     run = Run.objects.get(external_id="18134")
     text = squeezed(visible_text(client.get(run.get_absolute_url()).content))
-    assert squeezed("Rank 6 in its comparison group · source-native comparison · observed 2026-07-07") in text
+    assert squeezed("Rank 6 of") in text
+    assert squeezed("on the source's public board · source-native comparison · observed 2026-07-07") in text
 
 
 def test_runs_without_a_source_order_are_ranked_by_latency(
@@ -144,7 +144,7 @@ def test_a_failed_run_is_not_ranked_and_shows_its_cases(client: Client, import_r
     html = client.get(run.get_absolute_url()).content.decode()
     text = visible_text(html)
     assert "Not ranked: the run failed." in text
-    assert "Failed on 22 of 25 cases, as reported by the source." in text
+    assert "Failed: 22 of 25 cases passed, as reported by the source." in text
     cases_table = html[
         html.index('<table class="cases">') : html.index("</table>", html.index('<table class="cases">'))
     ]
