@@ -93,3 +93,30 @@ def test_a_reruns_own_page_says_whose_rerun_it_is_and_links_back(
     header.get_by_role("link", name=run.run_id).click()
     expect(page.locator("h1")).to_contain_text(run.run_id)
     expect(page.locator(f"#rerun-{rerun.pk}")).to_be_visible()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_moderators_rerun_form_offers_the_classes_in_a_select(
+    browser: Any, live_server: Any, transactional_db: None, demo: Callable[[str], Run], moderator: Any, width: int
+) -> None:
+    from django.conf import settings
+    from django.test import Client
+
+    run = demo("rmsnorm-vectorised")
+    client = Client()
+    client.force_login(moderator)
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    session = client.cookies[settings.SESSION_COOKIE_NAME].value
+    context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": session, "url": live_server.url}])
+    page = context.new_page()
+    page.goto(f"{live_server.url}{run.get_absolute_url()}#reruns")
+    form = page.locator("form.rerun-form")
+    hardware = form.get_by_label("Hardware class")
+    expect(hardware).to_have_value("")  # the run's own class unless the moderator picks another
+    options = hardware.locator("option")
+    expect(options.first).to_have_text("the run's own class")
+    expect(hardware.locator("option[value='nvidia-h100']")).to_have_text("NVIDIA H100")
+    assert_within_the_window(page, width, "form.rerun-form", "form.rerun-form select")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    form.screenshot(path=ARTIFACTS / f"rerun-form-{width}.png")
+    context.close()
