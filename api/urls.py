@@ -1,10 +1,38 @@
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
-from django.urls import path, re_path
-from django.views.generic import RedirectView
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import URLPattern, URLResolver, path, re_path
+from django.views.decorators.http import require_safe
 
 from api.endpoints import api
+
+View = Callable[..., HttpResponse]
+
+
+def answering_head(view: View) -> View:
+    """HEAD answered as GET, as the site's own views answer it (web.middleware.HeadWithoutBodyMiddleware drops
+    the body); ninja would answer 405."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method != "HEAD":
+            return view(request, *args, **kwargs)
+        request.method = "GET"
+        try:
+            return view(request, *args, **kwargs)
+        finally:
+            request.method = "HEAD"
+
+    return wrapper
+
+
+def docs(request: HttpRequest) -> HttpResponse:
+    """The API's root is its docs page."""
+    return api.docs.render_page(request, api)
 
 
 def unknown(request: HttpRequest, rest: str) -> JsonResponse:
@@ -12,8 +40,17 @@ def unknown(request: HttpRequest, rest: str) -> JsonResponse:
     return JsonResponse({"detail": f"no such API address: {request.path}"}, status=404)
 
 
+def _with_head(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:
+    for pattern in patterns:
+        if isinstance(pattern, URLPattern):
+            pattern.callback = answering_head(pattern.callback)
+    return patterns
+
+
+# Not `app_name`, which would namespace this whole module as ninja's app.
+ninja_patterns, ninja_app, ninja_namespace = api.urls
 urlpatterns = [
-    path("", RedirectView.as_view(pattern_name="api-v1:openapi-view"), name="api_root"),
-    path("", api.urls),
+    path("", require_safe(docs)),
+    path("", (_with_head(ninja_patterns), ninja_app, ninja_namespace)),
     re_path(r"^(?P<rest>.*)$", unknown),
 ]

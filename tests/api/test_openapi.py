@@ -76,6 +76,8 @@ def test_every_path_answers_as_documented(client: Client, imported: dict[str, st
                 assert response.status_code == 200, (path, response.content[:300])
                 schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
                 conforms(document, schema, response.json())
+                head = client.head(path)
+                assert (head.status_code, head.content) == (200, b""), path
             else:
                 assert method == "post"
                 response = client.post(path, "{}", content_type="application/json")

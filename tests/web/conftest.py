@@ -12,7 +12,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from attestations.models import Attestation, IssueReport
-from runs.models import Definition, Run
+from runs.models import Definition, RerunRequest, Run
 from tests.conftest import ImportRuns
 
 
@@ -41,6 +41,7 @@ def example_arguments(name: str, pattern: URLPattern, run: Run, user: User) -> d
         "content_type_id": str(ContentType.objects.get_for_model(Run).pk),
         "object_id": str(run.pk),
         "id": str(user.pk),
+        "rerun_id": str(RerunRequest.objects.values_list("pk", flat=True).first()),
     }
     model = _admin_model(name)
     if model is not None and (instance := model.objects.first()) is not None:
@@ -63,6 +64,7 @@ def every_url(import_runs: ImportRuns, sample: Path, admin_user: User) -> list[s
     assert run is not None and Definition.objects.exists()
     Attestation.objects.create(run=run, kind="note", body="a note")
     IssueReport.objects.create(run=run, category="other", body="a report")
+    RerunRequest.objects.create(run=run, run_digest=run.digest, hardware="nvidia-b200", reason="a rerun")
     urls = [
         reverse(name, kwargs=example_arguments(name, pattern, run, admin_user))
         for name, pattern in named_patterns(get_resolver())
