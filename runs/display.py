@@ -17,6 +17,7 @@ from pydantic import ConfigDict, ValidationError
 from records.schema import CaseResult
 from records.sources import default_revision, display_external_id
 from records.sources.hardware import CLASSES, CPU_CLASS, hardware_class_of
+from runs.models import Run
 
 # What a comparator checks, for protocols that name one but publish no policy text.
 COMPARATOR_DESCRIPTIONS = {
@@ -359,6 +360,9 @@ def plain_number(value: Any) -> str:
 # -- per-case results ----------------------------------------------------------------
 
 
+STATUS_LABELS = dict(Run.Status.choices)
+
+
 class ShownCase(CaseResult):
     """A case as run documents spell cases (records.schema.CaseResult), with the fields the table shows.
 
@@ -380,7 +384,8 @@ class CaseRow:
     """One row of a per-case table."""
 
     name: str
-    status: str  # the run statuses' one spelling (runs.models.Run.Status)
+    status: str  # a run status (runs.models.Run.Status), for the badge's colour
+    status_label: str  # as the run statuses are spelled everywhere: 'Passed', 'Failed'
     code: str  # the source's or the harness's own status where it says more ('INCORRECT_NUMERICAL'), else ''
     latency_ns: float | None
     ci95: tuple[float, float] | None
@@ -442,6 +447,7 @@ def _case_row(case: ShownCase, axes_by_uuid: Mapping[str, Mapping[str, Any]]) ->
     return CaseRow(
         name=case_name(case, axes_by_uuid),
         status=case.status.lower(),
+        status_label=STATUS_LABELS.get(case.status.lower(), case.status),
         code=code if code.lower() != case.status.lower() else "",
         latency_ns=case.latencyNs,
         ci95=(low, high) if isinstance(low, (int, float)) and isinstance(high, (int, float)) else None,

@@ -118,7 +118,7 @@ def test_case_tables_name_cases_by_axes_with_readable_errors_and_one_spelling(
     assert "0.0000019073486328125" not in reruns
     assert "INCORRECT_NUMERICAL" in reruns
     assert "PASSED" not in reruns  # the harness's spelling is not the run statuses'
-    assert "passed" in reruns
+    assert "Passed" in reruns  # the run statuses' spelling, as the run's own status is spelled
     # The verdict says why; a failure row would only say it again. Once there, once in the failed case's log.
     assert reruns.count("max abs error 0.01 at [0, 3]") == 2
     assert "<dt>failure</dt>" not in html
@@ -127,7 +127,7 @@ def test_case_tables_name_cases_by_axes_with_readable_errors_and_one_spelling(
 def test_reported_cases_get_their_speedup_from_both_latencies(client: Client, demo: Callable[[str], Run]) -> None:
     run = demo("rmsnorm-row-loop")
     measurements = section(page_html(client, run), "measurements")
-    assert "batch_size=128 passed 64.1 µs — 147.5 µs 2.30×" in measurements
+    assert "batch_size=128 Passed 64.1 µs — 147.5 µs 2.30×" in measurements
 
 
 def test_failed_cases_show_the_sources_code_beside_one_status_spelling(
@@ -136,7 +136,7 @@ def test_failed_cases_show_the_sources_code_beside_one_status_spelling(
     import_runs(sample / "flashinfer-bench")
     run = Run.objects.get(status="failed")
     measurements = section(page_html(client, run), "measurements")
-    assert "M=16294 failed INCORRECT_NUMERICAL" in measurements
+    assert "M=16294 Failed INCORRECT_NUMERICAL" in measurements
     assert "1.28e+03" in measurements and "1277.6507568359375" not in measurements
 
 
