@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from itertools import islice
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db import connection, transaction
 from django.db.models import Prefetch
 from django.http import Http404
 
@@ -97,6 +99,24 @@ def dump_name(day: date) -> str:
 def write_dump(folder: Path) -> dict[str, Any]:
     """Write the whole index into `folder` (created; files already there are replaced); return its manifest."""
     folder.mkdir(parents=True, exist_ok=True)
+    with one_snapshot():
+        return _write_dump(folder)
+
+
+@contextmanager
+def one_snapshot() -> Iterator[None]:
+    """On PostgreSQL, every query of the dump reads one snapshot, so an import committing meanwhile cannot
+    leave a run in the dump without its documents. SQLite (development) reads as it goes: a transaction there
+    would hold the write lock for as long as the dump takes."""
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
+
+
+def _write_dump(folder: Path) -> dict[str, Any]:
     counts = {
         "definitions": Definition.objects.count(),
         "boards": SourceBoard.objects.count(),
@@ -249,7 +269,10 @@ def list_dumps() -> list[DumpListing]:
     for folder in sorted(root.iterdir(), reverse=True):
         if not DUMP_NAME.match(folder.name) or not (folder / dump_format.MANIFEST_FILE).is_file():
             continue
-        manifest = dump_format.DumpManifest.model_validate_json((folder / dump_format.MANIFEST_FILE).read_bytes())
+        try:
+            manifest = dump_format.DumpManifest.model_validate_json((folder / dump_format.MANIFEST_FILE).read_bytes())
+        except ValueError:  # not a dump this release can read: leave it out rather than fail the page
+            continue
         files = [{"name": name, **entry.model_dump()} for name, entry in sorted(manifest.files.items())]
         listings.append(DumpListing(folder.name, files, manifest.counts, manifest.version))
     return listings

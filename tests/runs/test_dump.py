@@ -117,13 +117,14 @@ def test_a_dump_imported_into_an_empty_database_gives_the_same_digests_and_pages
     before, pages = stored(), run_pages(client)
     assert any(run.versions.count() == 2 for run in Run.objects.all())
     assert Run.objects.exclude(withdrawn_at=None).count() == 1
-    dump_into(tmp_path / "dump")
+    dumped = dump_into(tmp_path / "dump")
 
     forget_everything()
     output = import_runs(tmp_path / "dump")
     assert "1 of 1 files imported" in output
     assert stored() == before
     assert run_pages(client) == pages
+    assert dump_into(tmp_path / "again") == dumped  # and the mirror dumps the very same bytes
 
     import_runs(tmp_path / "dump")  # again: nothing changes
     assert stored() == before
