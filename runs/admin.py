@@ -23,6 +23,7 @@ from runs.models import ComparisonGroup, Definition, Document, ImportLog, RerunR
 from runs.reruns import RerunRefusedError, cancel_rerun, may_request_rerun, queued_message, request_rerun
 from runs.selectors import live_hardware_classes
 from runs.services import restore_run, withdraw_run
+from runs.templatetags.kernelindex import latency as latency_text
 
 MODERATION_HISTORY_ROWS = 200
 
@@ -57,8 +58,8 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "hardware",
         "status",
         "evidence",
-        "latency_ns",
-        "withdrawn_at",
+        "latency",
+        "withdrawn",
     )
     list_filter = ("source", "status", "evidence", "hardware", ("withdrawn_at", admin.EmptyFieldListFilter))
     search_fields = ("run_id", "external_id", "implementation_name", "project", "definition__name")
@@ -108,7 +109,17 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.display(description="page")
     def public_page(self, run: Run) -> str:
-        return format_html('<a href="{}">{}</a>', run.get_absolute_url(), run.run_id)
+        # The run id is the change link beside it: this one only needs to say where it goes.
+        return format_html('<a href="{}">view</a>', run.get_absolute_url())
+
+    @admin.display(description="latency", ordering="latency_ns")
+    def latency(self, run: Run) -> str:
+        """As the pages print it ('483.8 µs'), not a float of nanoseconds the column cannot hold."""
+        return latency_text(run.latency_ns)
+
+    @admin.display(description="withdrawn", boolean=True, ordering="withdrawn_at")
+    def withdrawn(self, run: Run) -> bool:
+        return run.withdrawn_at is not None
 
     @admin.display(description="versions")
     def versions(self, run: Run) -> str:

@@ -9,6 +9,7 @@ app_name = "runs"
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("index.json", views.home_json, name="home_json"),
     path("runs/<str:run_id>.json", views.run_json, name="detail_json"),
     path("runs/<str:run_id>", views.run_detail, name="detail"),

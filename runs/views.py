@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
+from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.response import TemplateResponse
+from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
@@ -50,6 +51,13 @@ def healthz(request: HttpRequest) -> HttpResponse:
     """For a load balancer: the app answers. It touches neither the database nor the cache, so a slow
     database makes pages slow but never takes every server out of rotation at once."""
     return HttpResponse("ok", content_type="text/plain")
+
+
+@require_safe
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico wherever a page names no icon (the admin, JSON, files): send them to the
+    site's icon rather than a 404 each time."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))
 
 
 # -- home ----------------------------------------------------------------------

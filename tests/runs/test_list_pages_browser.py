@@ -121,7 +121,8 @@ def test_home_shows_each_runs_evidence_hardware_and_date(
         columns = page.evaluate(
             "[...document.querySelectorAll('table.runs th')].map(e => [e.innerText, e.offsetWidth])"
         )
-        assert page.evaluate("(e => e.scrollWidth <= e.clientWidth)(document.querySelector('.table-scroll'))"), str(columns)
+        fits = "(e => e.scrollWidth <= e.clientWidth)(document.querySelector('.table-scroll'))"
+        assert page.evaluate(fits), str(columns)
         implementation = rows.first.locator("td[data-label=Implementation]")
         assert implementation.get_attribute("title") == implementation.inner_text()
         expect(page.locator("table.runs thead")).to_contain_text("Observed")
@@ -151,4 +152,22 @@ def test_compare_qualifies_a_ratio_of_a_not_reproduced_figure(
     box = field.locator("code").bounding_box()
     assert box is not None and box["height"] < 1.5 * line, box
     shot(page, f"compare-{device}")
+    page.context.close()
+
+
+@pytest.mark.parametrize("path", ["runs/run/", "runs/document/", "runs/comparisongroup/", "runs/importlog/"])
+def test_the_admins_change_lists_fit_the_page(
+    browser: Browser, live_server: Any, disputed: Run, admin_user: Any, path: str
+) -> None:
+    page = open_at(browser, WIDTHS["desktop"], f"{live_server.url}/admin/login/?next=/admin/{path}")
+    page.get_by_label("Username").fill(admin_user.username)
+    page.get_by_label("Password").fill("password")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator("#site-name")).to_have_text("KernelIndex moderation")
+    expect(page.locator("#result_list")).to_be_visible()
+    shot(page, f"admin-{path.split('/')[1]}")
+    assert no_sideways_scroll(page)
+    widths = "(e => [e.scrollWidth, e.clientWidth])(document.querySelector('#changelist .results'))"
+    scroll_width, client_width = page.evaluate(widths)
+    assert scroll_width <= client_width, (scroll_width, client_width)
     page.context.close()
