@@ -124,7 +124,17 @@ SUBMISSION_BODY = {
     },
     openapi_extra={"requestBody": SUBMISSION_BODY},
 )
-def submit_runs(request: HttpRequest) -> Any:
+def submit_runs(
+    request: HttpRequest,
+    redigest: Annotated[
+        bool,
+        param.Query(
+            description="Store a manifest whose declared digests were made by another recipe under KernelIndex's, "
+            "keeping each declared value as provenance (import_runs --redigest); without it such a manifest is "
+            "refused, naming both values."
+        ),
+    ] = False,
+) -> Any:
     """Import native manifests as `import_runs` does: all or nothing, content-addressed, idempotent.
 
     201 when something new was stored, 200 when every run was stored before exactly so. A run appears as
@@ -137,7 +147,7 @@ def submit_runs(request: HttpRequest) -> Any:
         response["Retry-After"] = str(wait)
         return response
     try:
-        accepted = submit(request, token)
+        accepted = submit(request, token, redigest=redigest)
     except SubmissionRefusedError as refused:
         return _problem(refused.status, refused.detail)
     except RecordError as error:

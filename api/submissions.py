@@ -67,8 +67,8 @@ class Accepted:
 class ScopedManifests:
     """The native manifest adapter, holding each run to the token's scope and noting what it read."""
 
-    def __init__(self, token: ApiToken, accepted: list[tuple[str, str, int | None]]) -> None:
-        self.inner = ManifestAdapter(redigest=False)
+    def __init__(self, token: ApiToken, accepted: list[tuple[str, str, int | None]], *, redigest: bool) -> None:
+        self.inner = ManifestAdapter(redigest=redigest)
         self.name = self.inner.name
         self.token = token
         self.accepted = accepted
@@ -91,8 +91,12 @@ class ScopedManifests:
         self.accepted.append((run.run_id, run.digest, item.line))
 
 
-def submit(request: HttpRequest, token: ApiToken) -> Accepted:
-    """Import the request's manifests; raises SubmissionRefusedError, or RecordError naming the line and field."""
+def submit(request: HttpRequest, token: ApiToken, *, redigest: bool = False) -> Accepted:
+    """Import the request's manifests; raises SubmissionRefusedError, or RecordError naming the line and field.
+
+    `redigest` is import_runs' --redigest: a manifest whose declared digests were made by another recipe is
+    stored under ours, each declared value kept as provenance.
+    """
     suffix = _suffix_for(request.content_type or "")
     declared = request.META.get("CONTENT_LENGTH") or ""
     if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
@@ -105,7 +109,7 @@ def submit(request: HttpRequest, token: ApiToken) -> Accepted:
             raise SubmissionRefusedError(422, "the body is empty: send a manifest, or JSON lines of them")
         path = path.rename(path.with_suffix(suffix or _detected_suffix(path)))
         accepted: list[tuple[str, str, int | None]] = []
-        result = import_unit(ImportUnit(path, ScopedManifests(token, accepted)), in_process=False)
+        result = import_unit(ImportUnit(path, ScopedManifests(token, accepted, redigest=redigest)), in_process=False)
     return Accepted(result, accepted)
 
 

@@ -13,6 +13,7 @@ from api.submissions import MAX_BODY_BYTES
 from runs.models import Document, Run
 from runs.reruns import runnable_artifacts
 from tests.api.conftest import JSONL, SUBMIT_URL, Submit, demo_lines, demo_manifest
+from tests.conftest import SEED_MANIFEST
 
 pytestmark = pytest.mark.django_db
 
@@ -109,6 +110,22 @@ def test_a_manifest_whose_digests_do_not_match_is_refused_with_both_values(submi
     assert response.json()["field"] == "run.spec.protocolDigest"
     assert "sha256:" + "0" * 64 in response.json()["message"]
     assert not Run.objects.exists()
+
+
+def test_a_manifest_with_foreign_digests_is_stored_under_ours_when_asked(client: Client) -> None:
+    """The seed: a SOL-ExecBench run whose declared digests were made by another recipe."""
+    _, secret = issue_token("sol mirror", source="sol-execbench")
+    headers = {"Authorization": f"Bearer {secret}"}
+    seed = SEED_MANIFEST.read_text()
+
+    refused = client.post(SUBMIT_URL, seed, content_type="application/json", headers=headers)
+    assert refused.status_code == 422
+    assert refused.json()["field"] == "run.spec.protocolDigest"
+
+    stored = client.post(f"{SUBMIT_URL}?redigest=true", seed, content_type="application/json", headers=headers)
+    assert stored.status_code == 201, stored.content
+    run = Run.objects.get(run_id=stored.json()["runs"][0]["runId"])
+    assert run.declared_digests["protocol"].startswith("sha256:2964c5c4")
 
 
 def test_the_array_index_of_a_bad_manifest_is_named(submit: Submit) -> None:
