@@ -8,7 +8,6 @@ from web.login import ThrottledAdminLoginForm
 admin.site.login_form = ThrottledAdminLoginForm
 admin.site.site_header = "KernelIndex moderation"
 admin.site.site_title = "KernelIndex moderation"
-admin.site.index_title = "Runs, reruns and community notes"
 # The change lists need the page's width for their columns; the breadcrumbs and the index still navigate.
 admin.site.enable_nav_sidebar = False
 
