@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import unquote_plus, unquote_to_bytes
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.template.loader import render_to_string
-from django.utils.log import log_response
+from django.http import HttpRequest, HttpResponse
 
-# What a form may declare: browsers send UTF-8 (and say nothing) for a page served as UTF-8.
-ACCEPTED_CHARSETS = {"utf-8", "ascii"}
+from web.admin_requests import failed_lookups, list_admin, malformed_list_request
+from web.http import bad_request
+
+# The charsets a form may declare, by their codec names: UTF-8 under any of its names (`UTF8`, `utf_8`, `U8`,
+# `cp65001`), and ASCII (`us-ascii`, ...), every text in which is the same text in UTF-8. Browsers declare none
+# for a page served as UTF-8. Such a body is read as UTF-8; Django itself reads it only when the charset is
+# spelled exactly "utf-8".
+READ_AS_UTF8 = {"utf-8", "ascii"}
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 
 
@@ -21,10 +26,13 @@ class RejectMalformedRequestsMiddleware:
 
     A NUL character anywhere in the path, query string, cookies or a form field
     cannot be stored in PostgreSQL text, so every lookup it reached failed with a
-    500 and a long traceback; a body declared in a charset other than UTF-8 made
+    500 and a long traceback. A body declared in a charset other than UTF-8 made
     Django decode the form (and even the query string) as gibberish or fail on an
-    unknown codec. Checking here, before sessions, CSRF and the views, keeps every
-    view from having to think about it.
+    unknown codec; one declared as UTF-8 by another of its names, or as ASCII,
+    made Django refuse the body halfway through the CSRF check, and its own 400
+    page then failed the same way: a 500. Checking here, before sessions, CSRF and
+    the views, keeps every view from having to think about it. The admin's lists
+    are guarded too (web/admin_requests.py).
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -32,17 +40,28 @@ class RejectMalformedRequestsMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         problem = malformed_because(request)
-        if problem is None:
-            return self.get_response(request)
-        response = HttpResponseBadRequest(render_to_string("400.html"))
-        log_response("Bad Request (%s): %s", problem, request.path, response=response, request=request)
-        return response
+        if problem is not None:
+            return bad_request(request, problem)
+        read_as_utf8(request)
+        return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> HttpResponse | None:
+        model_admin = list_admin(request, view)
+        if model_admin is not None and (problem := malformed_list_request(request, model_admin)):
+            return bad_request(request, problem)
+        return None
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        problem = failed_lookups(request, exception)
+        return bad_request(request, problem) if problem else None
 
 
 def malformed_because(request: HttpRequest) -> str | None:
     """Why the request cannot be served, or None when it can."""
     charset = request.content_params.get("charset") if request.content_params else None
-    if charset is not None and not _accepted_charset(charset):
+    if charset is not None and not _read_as_utf8(charset):
         return "charset other than UTF-8"
     if "\x00" in request.path_info or "\x00" in unquote_plus(request.META.get("QUERY_STRING", "")):
         return "NUL in the address"
@@ -54,9 +73,15 @@ def malformed_because(request: HttpRequest) -> str | None:
     return None
 
 
-def _accepted_charset(charset: str) -> bool:
+def read_as_utf8(request: HttpRequest) -> None:
+    """A body declared in a name of UTF-8, or in ASCII, is decoded as UTF-8 under the one name Django accepts."""
+    if request.content_params and "charset" in request.content_params and request.encoding != "utf-8":
+        request.encoding = "utf-8"
+
+
+def _read_as_utf8(charset: str) -> bool:
     try:
-        return codecs.lookup(charset).name in ACCEPTED_CHARSETS
+        return codecs.lookup(charset).name in READ_AS_UTF8
     except LookupError:
         return False
 
