@@ -31,18 +31,18 @@ sandbox:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
 	  else echo "Reruns need bubblewrap: sudo apt-get install bubblewrap"; fi; }
 
-setup: $(VENV)/.installed sandbox
+# VENV=path uses an environment as it is (as `serve` does); only the default .venv is installed here.
+setup: $(if $(filter .venv,$(VENV)),$(VENV)/.installed) sandbox
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py import_runs $(DATA)
 	$(BIN)/python manage.py import_runs demo
 	$(BIN)/python manage.py import_runs --redigest $(SEED)
 
-# The worker (with the periodic sweep, -B) runs beside the server and stops with it (Ctrl-C).
+# The worker (with the periodic sweep, -B) runs beside the server; Ctrl-C stops both within seconds
+# (deploy/run.py). Permalinks and citations name http://HOST:PORT unless SITE_URL is set.
 run: setup
 	@echo "KernelIndex on http://$(HOST):$(PORT)/ (Ctrl-C stops the server and the worker)"
-	trap 'kill 0' EXIT INT TERM; \
-	$(BIN)/celery -A kernelindex worker -B --loglevel=warning & \
-	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+	exec $(BIN)/python deploy/run.py --host $(HOST) --port $(PORT)
 
 # Production: nginx on HOST:PORT takes the clients (slow ones too) and serves /static/, gunicorn sits behind it
 # on a unix socket (deploy/serve.py); Ctrl-C or SIGTERM stops both. It imports nothing: import_runs does.

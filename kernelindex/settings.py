@@ -95,7 +95,15 @@ else:
     if missing:
         raise ImproperlyConfigured(f"DEBUG is off: set {' and '.join(missing)} in the environment")
 
-SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+
+def served_at(host: str, port: int) -> str:
+    """The URL of a server listening on host:port (an IPv6 address in brackets)."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+# Permalinks and citations start with it. Unless it is set, the address the server listens on, as `make run`
+# passes it on (HOST and PORT; deploy/run.py).
+SITE_URL = (env_str("SITE_URL") or served_at(env_str("HOST") or "127.0.0.1", env_int("PORT", 8000))).rstrip("/")
 SITE_NAME = "KernelIndex"
 
 

@@ -1,0 +1,131 @@
+"""Run KernelIndex for development: Django's runserver, and a Celery worker with the periodic sweep (-B) beside it.
+
+`make run` runs this after its setup. Each of the two starts in a process group of
+its own, so that it can be stopped whole: runserver is two processes (its
+autoreloader and the server it restarts), the worker several (its pool, the
+beat). Ctrl-C (SIGINT to the terminal's group: make and this script) or SIGTERM
+asks both to stop: SIGTERM to runserver's group, and to the worker's main
+process alone (a pool process stopped under it is replaced). Whatever is left
+after STOP_TIMEOUT seconds is killed, group and all: Celery's warm shutdown
+takes five to ten seconds even when idle (its timer thread sleeps on), and a
+worker in the middle of a rerun would finish it first (the rerun is
+acknowledged late, so a worker takes it again). If either stops by itself, the
+other is stopped too and this exits non-zero.
+
+The server's address reaches both as HOST and PORT, from which the settings make
+SITE_URL (permalinks and citations) unless SITE_URL is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+# Well within the ten seconds a person waits after Ctrl-C before reaching for kill -9.
+STOP_TIMEOUT = 5.0
+
+
+def main() -> int:
+    options = parse_arguments()
+    stopping: list[int] = []
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        stopping.append(signum)
+
+    # Before anything starts, so that a Ctrl-C during start-up still stops whatever has started.
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    environment = os.environ | {"HOST": options.host, "PORT": str(options.port)}
+    address = f"[{options.host}]:{options.port}" if ":" in options.host else f"{options.host}:{options.port}"
+    # (command, whether SIGTERM goes to its whole group or to its main process alone)
+    commands = [
+        ([sys.executable, "-m", "celery", "-A", "kernelindex", "worker", "-B", "--loglevel=warning"], False),
+        ([sys.executable, "manage.py", "runserver", address], True),
+    ]
+    children: list[Child] = []
+    try:
+        for command, whole_group in commands:
+            if stopping:
+                break
+            process = subprocess.Popen(command, cwd=BASE_DIR, env=environment, process_group=0)
+            children.append(Child(process, whole_group))
+        while not stopping and all(child.process.poll() is None for child in children):
+            time.sleep(0.2)
+    finally:
+        stop_all(children)
+    return 0 if stopping else 1
+
+
+@dataclass(frozen=True)
+class Child:
+    process: subprocess.Popen[bytes]
+    term_whole_group: bool
+
+    @property
+    def group(self) -> int:
+        return self.process.pid  # process_group=0: the child leads a group of its own
+
+
+def parse_arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    return parser.parse_args()
+
+
+def stop_all(children: list[Child]) -> None:
+    """SIGTERM to each child, then SIGKILL to every group with a process left after STOP_TIMEOUT."""
+    for child in children:
+        if child.term_whole_group:
+            signal_group(child.group, signal.SIGTERM)
+        elif child.process.poll() is None:
+            child.process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while time.monotonic() < deadline and any(group_alive(child) for child in children):
+        time.sleep(0.1)
+    for child in children:
+        if group_alive(child):
+            signal_group(child.group, signal.SIGKILL)
+        child.process.wait()
+
+
+def signal_group(group: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signum)
+
+
+def group_alive(child: Child) -> bool:
+    """Whether any process of the child's group still runs; the child itself is reaped here."""
+    if child.process.poll() is None:
+        return True
+    try:
+        os.killpg(child.group, 0)
+    except ProcessLookupError:
+        return False
+    return _members_running(child.group)
+
+
+def _members_running(group: int) -> bool:
+    """Whether the group has a member that is not a zombie (one whose parent died and nobody reaped)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        if int(fields[2]) == group and fields[0] != "Z":
+            return True
+    return not Path("/proc/self").exists()  # without /proc, whatever kill() still finds counts
+
+
+if __name__ == "__main__":
+    sys.exit(main())

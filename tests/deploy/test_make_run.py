@@ -1,0 +1,204 @@
+"""`make run`: the development server and the Celery worker beside it, as a new user starts them.
+
+`make run` is started as a person starts it in a terminal: make, and everything it
+starts, in one process group (the terminal's foreground group), on a free port,
+with a SQLite database and a filesystem broker of the test's own in a temporary
+folder, on the environment this test runs in (nothing is installed). Ctrl-C is a
+SIGINT to that whole group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import http.client
+import os
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+# A small data set: the setup `make run` does imports it, the demo and the seed in a few seconds.
+DATA = ROOT / "tests" / "data" / "sol-execbench" / "submissions.jsonl"
+START_TIMEOUT = 240.0
+STOP_WITHIN = 10.0
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+# What would point `make run` at another database, broker, cache or address than its own.
+NOT_INHERITED = {
+    "DATABASE_URL",
+    "REDIS_URL",
+    "CELERY_BROKER_URL",
+    "CACHE_KEY_PREFIX",
+    "SITE_URL",
+    "CSRF_TRUSTED_ORIGINS",
+    "HOST",
+    "PORT",
+    "KERNELINDEX_DATA",
+    "MAKEFLAGS",
+    "MAKELEVEL",
+}
+RUN_LINK = re.compile(r'href="/runs/([0-9a-f]{12})"')
+
+
+@dataclass
+class Started:
+    make: subprocess.Popen[bytes]
+    port: int
+    var: Path
+    log: Path
+
+    def get(self, path: str) -> tuple[int, str]:
+        client = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            client.request("GET", path)
+            answer = client.getresponse()
+            return answer.status, answer.read().decode(errors="replace")
+        finally:
+            client.close()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def stop_with_this_process() -> None:
+    """In the child: a SIGTERM when the test process dies, so a killed test run leaves nothing serving."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def processes() -> dict[int, tuple[int, int, str]]:
+    """Every live process: pid -> (parent pid, process group, state); zombies count as gone."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            stat = (entry / "stat").read_text()
+            # The command name is in parentheses and may hold spaces; the fields after it are plain.
+            fields = stat[stat.rindex(")") + 2 :].split()
+            state, parent, group = fields[0], int(fields[1]), int(fields[2])
+            if state != "Z":
+                found[int(entry.name)] = (parent, group, state)
+    return found
+
+
+def tree_of(root: int) -> set[int]:
+    """The process and all its descendants, and every process in its process group."""
+    table = processes()
+    members = {root} | {pid for pid, (_, group, _) in table.items() if group == root}
+    grew = True
+    while grew:
+        children = {pid for pid, (parent, _, _) in table.items() if parent in members}
+        grew = not children <= members
+        members |= children
+    return {pid for pid in members if pid in table}
+
+
+def command_line(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return "(gone)"
+
+
+def worker_is_live(var: Path) -> bool:
+    """The worker has written its heartbeat: it is past its start-up and serving its queues."""
+    try:
+        with contextlib.closing(sqlite3.connect(var / "db.sqlite3", timeout=1)) as db:
+            return bool(db.execute("SELECT count(*) FROM runs_rerunworker").fetchone()[0])
+    except sqlite3.Error:
+        return False
+
+
+def wait_until(started: Started, ready: str, check: object) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if started.make.poll() is not None:
+            pytest.fail(f"make run stopped before {ready}:\n{started.output()}")
+        with contextlib.suppress(OSError):
+            if check():  # type: ignore[operator]
+                return
+        time.sleep(0.25)
+    pytest.fail(f"make run: not {ready} within {START_TIMEOUT:.0f} s:\n{started.output()}")
+
+
+@pytest.fixture
+def make_run(tmp_path: Path) -> Iterator[Started]:
+    if sys.platform != "linux":
+        pytest.skip("reads the process table from /proc")
+    port, var, log = free_port(), tmp_path / "var", tmp_path / "make-run.log"
+    environment = {name: value for name, value in os.environ.items() if name not in NOT_INHERITED}
+    environment |= {"KERNELINDEX_VAR_DIR": str(var), "RERUN_HEARTBEAT_SECONDS": "0.5"}
+    # VENV=the environment these tests run in, so make installs nothing; DATA=a small import.
+    command = ["make", "--no-print-directory", "run", f"PORT={port}", f"VENV={sys.prefix}", f"DATA={DATA}"]
+    with log.open("wb") as output:
+        make = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            # A process group of its own, as a terminal's foreground job has.
+            start_new_session=True,
+            preexec_fn=stop_with_this_process,
+        )
+    started = Started(make, port, var, log)
+    try:
+        yield started
+    finally:
+        # Whatever a failed test left behind.
+        for pid in tree_of(make.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            make.wait(timeout=10)
+
+
+def test_ctrl_c_stops_the_server_and_the_worker_within_seconds(make_run: Started) -> None:
+    wait_until(make_run, "serving", lambda: make_run.get("/healthz")[0] == 200)
+    wait_until(make_run, "running its worker", lambda: worker_is_live(make_run.var))
+    running = tree_of(make_run.make.pid)
+    commands = {pid: command_line(pid) for pid in running}
+    assert any("celery" in line and "worker" in line for line in commands.values()), commands
+    assert any("runserver" in line for line in commands.values()), commands
+
+    os.killpg(make_run.make.pid, signal.SIGINT)  # Ctrl-C in the terminal
+    deadline = time.monotonic() + STOP_WITHIN
+    left = running
+    while time.monotonic() < deadline:
+        make_run.make.poll()  # reaps make itself, once it exits
+        left = {pid for pid in running if pid in processes()}
+        if not left:
+            break
+        time.sleep(0.1)
+    assert not left, "still running after Ctrl-C:\n" + "\n".join(f"{pid}: {commands[pid]}" for pid in sorted(left))
+    assert make_run.make.wait(timeout=1) != -signal.SIGSEGV, make_run.output()
+    assert "Segmentation fault" not in make_run.output()
+
+
+def test_permalinks_and_citations_name_the_port_it_serves_on(make_run: Started) -> None:
+    wait_until(make_run, "serving", lambda: make_run.get("/healthz")[0] == 200)
+    status, home = make_run.get("/")
+    assert status == 200
+    link = RUN_LINK.search(home)
+    assert link is not None, home[:2000]
+    status, page = make_run.get(f"/runs/{link.group(1)}")
+    assert status == 200
+    assert f"http://127.0.0.1:{make_run.port}/runs/{link.group(1)}" in page
+    assert "127.0.0.1:8000" not in page
