@@ -3,8 +3,10 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.core.validators import RegexValidator
 from django.db.models import Q
 
+from records.identity import RUN_ID_LENGTH
 from records.sources import SOURCES
 from records.sources.hardware import CLASSES, UnknownHardwareClassError, hardware_class_named
 from runs.display import hardware_class_label
@@ -64,9 +66,24 @@ class RunSearchForm(forms.Form):
         return self.is_bound and any(self.cleaned_data.get(name) for name in self.fields)
 
 
+class RunIdField(forms.CharField):
+    """A run id as a person pastes it, spaces around it or in capitals; anything else (`x/y`, `..`) is an error
+    on the form, never an address to redirect to."""
+
+    default_validators = [
+        RegexValidator(
+            rf"^[0-9a-f]{{{RUN_ID_LENGTH}}}$",
+            f"A run id is {RUN_ID_LENGTH} hexadecimal digits, as in a run page's address: /runs/<id>.",
+        )
+    ]
+
+    def to_python(self, value: Any) -> str:
+        return str(super().to_python(value)).lower()
+
+
 class CompareForm(forms.Form):
-    a = forms.CharField(label="Run", max_length=16)
-    b = forms.CharField(label="Compare with", max_length=16)
+    a = RunIdField(label="Run", max_length=64)
+    b = RunIdField(label="Compare with", max_length=64)
 
 
 def hardware_class_choices() -> list[tuple[str, str]]:
