@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.contrib.postgres.indexes import GistIndex, OpClass
 from django.db import models
-from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce, Upper
 from django.urls import reverse
@@ -208,7 +208,8 @@ UNMEASURED = LISTED & Q(latency_ns=None)
 
 # The date lists sort by, and the order itself; the run_newest index is on exactly these expressions.
 DATED = Coalesce("observed_at", "published_at")
-NEWEST_FIRST = (DATED.desc(), F("run_id").desc())
+NEWEST_KEYS = (DATED, F("run_id"))
+NEWEST_FIRST = tuple(key.desc() for key in NEWEST_KEYS)
 
 
 class RunQuerySet(models.QuerySet["Run"]):
@@ -320,10 +321,14 @@ class Run(models.Model):
             models.Index("hardware", DATED, "run_id", name="run_hardware"),
             # Evidence other than "reported" is rare: the filter reads these runs alone.
             models.Index("evidence", DATED, "run_id", name="run_evidence", condition=~Q(evidence="reported")),
-            # Search by name (runs.search): trigram indexes on PostgreSQL only (migration 0007), which serve
-            # Django's case-insensitive `icontains` and `iexact`, both written on UPPER(column).
-            GinIndex(OpClass(Upper("implementation_name"), name="gin_trgm_ops"), name="run_implementation_trgm"),
-            GinIndex(OpClass(Upper("project"), name="gin_trgm_ops"), name="run_project_trgm"),
+            # Search by name (runs.search), on Django's case-insensitive lookups, which PostgreSQL writes on
+            # UPPER(column): an implementation's exact name through a btree; a fragment of a name (and a
+            # project's name) through trigram indexes, PostgreSQL only (migration 0007). GiST, not GIN: where
+            # every name shares most of its trigrams ("submission 18332"), a GIN index reads each one's list
+            # of a million runs (90 ms a query at 10^6 runs, against 20 ms).
+            models.Index(Upper("implementation_name"), name="run_implementation_upper"),
+            GistIndex(OpClass(Upper("implementation_name"), name="gist_trgm_ops"), name="run_implementation_trgm"),
+            GistIndex(OpClass(Upper("project"), name="gist_trgm_ops"), name="run_project_trgm"),
         ]
 
     def __str__(self) -> str:
@@ -356,7 +361,7 @@ EVIDENCE_MEANINGS: dict[str, str] = {
     "within the stated tolerance.",
     Run.Evidence.NOT_REPRODUCED: "A KernelIndex rerun confirmed a correctness failure, measured the kernel "
     "slower than claimed beyond the tolerance, or caught it tampering with its evaluation. "
-    "Ranked after every other run.",
+    "KernelIndex's own ranking puts it after every other run.",
     INCONCLUSIVE: "A rerun could not decide (too noisy, or the evaluation itself failed); it changes "
     "nothing and is retried.",
 }

@@ -185,3 +185,20 @@ def test_the_admin_is_titled_kernelindex_moderation(client: Client, admin_user: 
         assert re.search(r"<title>[^<]*KernelIndex moderation</title>", html), url
     runs = client.get("/admin/runs/run/").content.decode()
     assert disputed.run_id in runs and '<link rel="stylesheet" href="/static/css/admin.css">' in runs
+
+
+def test_a_source_ordered_leaderboard_says_what_its_ranks_are(
+    client: Client, import_runs: ImportRuns, sample: Path
+) -> None:
+    import_runs(sample / "sol-execbench")
+    run = Run.objects.exclude(source_rank=None).order_by("source_rank").first()
+    assert run is not None and run.group.native_order
+    Run.objects.filter(pk=run.pk).update(evidence=Run.Evidence.NOT_REPRODUCED)
+    refresh_group_figures([run.group_id])
+    html = client.get(run.group.get_absolute_url()).content.decode()
+    text = visible_text(html)
+    # The statement says what the rank column does: here the source's rank, kept, with the badge beside it.
+    assert "The ranks are the source's own board's; a run that a KernelIndex rerun did not reproduce keeps" in text
+    row = re.search(rf'<td class="num rank"[^>]*>(\d+)</td>\s*<td class="key"[^>]*><a href="/runs/{run.run_id}"', html)
+    assert row is not None and row.group(1) == str(run.source_rank)
+    assert "are ranked after every other run" not in text
