@@ -9,17 +9,21 @@ allows. This page is plain HTML from a template, built from the same document
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.html import escape, linebreaks
+from django.utils.safestring import SafeString, mark_safe
 from ninja.openapi.docs import DocsBase
 
 if TYPE_CHECKING:
     from ninja import NinjaAPI
 
 SCHEMA_REF = "#/components/schemas/"
+CODE_SPAN = re.compile(r"`([^`]+)`")
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ class Operation:
     method: str
     path: str
     summary: str
-    description: str
+    description: SafeString
     secured: bool
     parameters: list[dict[str, Any]]
     body: list[tuple[str, Shown]]  # (content type, schema)
@@ -76,7 +80,7 @@ def _operation(method: str, path: str, details: dict[str, Any]) -> Operation:
         method=method.upper(),
         path=path,
         summary=details.get("summary", ""),
-        description=details.get("description", ""),
+        description=prose(details.get("description", "")),
         secured=bool(details.get("security")),
         parameters=[
             {**parameter, "type": _type_of(parameter.get("schema", {}))} for parameter in details.get("parameters", [])
@@ -88,6 +92,11 @@ def _operation(method: str, path: str, details: dict[str, Any]) -> Operation:
         ],
         schemas=sorted(_references(details)),
     )
+
+
+def prose(markdown: str) -> SafeString:
+    """An OpenAPI description (CommonMark) as HTML paragraphs; of its markup only `code` spans are used here."""
+    return mark_safe(CODE_SPAN.sub(r"<code>\1</code>", linebreaks(escape(markdown))))  # escaped first
 
 
 def _schema_of(response: dict[str, Any]) -> Any:
