@@ -151,7 +151,9 @@ def request_rerun(
                 requested_by=user if isinstance(user, get_user_model()) else None,
             )
             log_rerun(
-                request, f"Requested rerun #{request.pk} on {hardware}" + (f": {request.reason}" if reason else "")
+                request,
+                f"Requested rerun #{request.pk} on {hardware}" + (f": {request.reason}" if reason else ""),
+                user=request.requested_by,
             )
             refresh_run_counters([run.pk])
             run.refresh_from_db(fields=RUN_COUNTERS)
@@ -631,8 +633,12 @@ def system_user() -> AbstractBaseUser:
 
 
 def log_rerun(request: RerunRequest, message: str, user: AbstractBaseUser | None = None) -> None:
-    """One line in the admin's audit log, on the run, so its history reads as the run's moderation history."""
-    actor = user or request.requested_by or system_user()
+    """One line in the admin's audit log, on the run, so its history reads as the run's moderation history.
+
+    `user` is the person who acted (asked, cancelled); everything else (a result, a failure, a retry, a
+    re-evaluation) is the worker's, the sweep's or a command's act, logged under the system account.
+    """
+    actor = user or system_user()
     LogEntry.objects.log_actions(
         user_id=actor.pk, queryset=[request.run], action_flag=CHANGE, change_message=message, single_object=True
     )
