@@ -4,7 +4,6 @@ from typing import Any
 
 from django import forms
 from django.core.validators import RegexValidator
-from django.db.models import Q
 
 from records.identity import RUN_ID_LENGTH
 from records.sources import SOURCES
@@ -42,17 +41,9 @@ class RunSearchForm(forms.Form):
         gpu.choices = hardware_choices()
 
     def filter(self, runs: RunQuerySet) -> RunQuerySet:
-        """Apply every valid field; Django drops invalid ones from cleaned_data, and the page shows them."""
+        """Apply every valid field but the query, which runs.search matches in parts; Django drops invalid
+        fields from cleaned_data, and the page shows them."""
         data = self.cleaned_data if self.is_bound else {}
-        if query := (data.get("q") or "").strip():
-            runs = runs.filter(
-                Q(run_id__iexact=query)
-                | Q(external_id__iexact=query)
-                | Q(implementation_name__icontains=query)
-                | Q(project__icontains=query)
-                | Q(definition__name__icontains=query)
-                | Q(definition__title__icontains=query)
-            )
         if source := data.get("source"):
             runs = runs.filter(source=source)
         if gpu := data.get("gpu"):

@@ -48,6 +48,10 @@ BATCH_SIZE = 2000
 # From this size a file is read in a process of its own: starting one costs a fraction of a second,
 # which a smaller file would not win back. import_runs shows a progress bar from the same size.
 READER_PROCESS_MIN_BYTES = 4 * 1024 * 1024
+# Imports of at least this many new runs refresh the planner's statistics (refresh_planner_statistics) when they
+# add a tenth of the table, or always from the second figure on.
+ANALYZE_AFTER_RUNS = 10_000
+ANALYZE_ALWAYS_AFTER_RUNS = 100_000
 # Shared documents (protocols, environments, workloads) recur on every line;
 # remember that many digests as already stored, then start over.
 WRITTEN_DIGESTS_LIMIT = 50_000
@@ -121,7 +125,23 @@ def import_unit(unit: ImportUnit, progress: Progress = None, *, in_process: bool
             importer.add_all(items)
         importer.finish()
         bump_generation_on_commit()
+    refresh_planner_statistics(importer.result.created)
     return importer.result
+
+
+def refresh_planner_statistics(created: int) -> None:
+    """After an import that grew the run table by a tenth or more, have PostgreSQL sample it again now.
+
+    Autovacuum would, a while later; until then the planner reads a table of a
+    million runs as the one it last sampled (or as empty), and picks plans that
+    sort a whole definition's runs for a page of fifty (0.7 s instead of 1 ms).
+    """
+    if connection.vendor != "postgresql" or created < ANALYZE_AFTER_RUNS:
+        return
+    stored = Run.objects.count() if created < ANALYZE_ALWAYS_AFTER_RUNS else 0
+    if created * 10 >= stored:
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {Run._meta.db_table}")
 
 
 @contextmanager

@@ -39,7 +39,7 @@ class Part:
 
     name: str
     where: Q
-    keys: tuple[str | Expression, ...]
+    keys: tuple[str | Expression | F, ...]
     descending: bool = False
 
 
@@ -166,11 +166,14 @@ class RowAfter(Expression):
     def get_source_expressions(self) -> list[Any]:
         return self.keys
 
-    def set_source_expressions(self, expressions: list[Any]) -> None:
+    def set_source_expressions(self, expressions: Sequence[Any]) -> None:
         self.keys = list(expressions)
 
     def as_sql(self, compiler: SQLCompiler, connection: Any) -> tuple[str, list[Any]]:
-        left, right, params, right_params = [], [], [], []
+        left: list[str] = []
+        right: list[str] = []
+        params: list[Any] = []
+        right_params: list[Any] = []
         for key, value in zip(self.keys, self.values, strict=True):
             sql, key_params = compiler.compile(key)
             left.append(sql)

@@ -14,7 +14,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Min
+from django.db.models import F, QuerySet, Sum
+from django.db.models.functions import Coalesce
 from django.http import QueryDict
 from django.urls import reverse
 from django.utils import timezone
@@ -26,6 +27,7 @@ from runs import display
 from runs.charts import Mark, StripChart, latency_chart, score_chart
 from runs.citations import Citation
 from runs.forms import RerunForm, RunSearchForm
+from runs.keyset import KeysetPage, Part, decode, read_page
 from runs.models import (
     EVIDENCE_LABELS,
     STATUS_MEANINGS,
@@ -36,6 +38,7 @@ from runs.models import (
     Run,
     SourceBoard,
 )
+from runs.search import bounded_count, newest_parts, search_parts
 from runs.selectors import (
     CHART_POINTS,
     RerunRow,
@@ -67,15 +70,31 @@ def paginate(items: Any, number: str | None, per_page: int | None = None) -> Pag
 # -- home ----------------------------------------------------------------------
 
 
-def run_search(params: QueryDict) -> tuple[RunSearchForm, Page[Any]]:
+def run_search(params: QueryDict) -> tuple[RunSearchForm, KeysetPage]:
     """The home page's search: the form (with its errors) and the page of runs it selects."""
     form = RunSearchForm(params or None)
     if form.is_bound:
         form.is_valid()  # invalid fields are reported and left out; the valid ones still filter
     else:
         form.cleaned_data = {}
-    runs = form.filter(Run.objects.listed().newest_first().select_related("definition"))
-    return form, paginate(runs, params.get("page"))
+    runs = form.filter(Run.objects.listed().select_related("definition"))
+    query = (form.cleaned_data.get("q") or "").strip()
+    parts = search_parts(query) if query else newest_parts()
+    page = read_page(runs, parts, decode(params.get("after")), settings.RUNS_PER_PAGE)
+    if form.is_filtered:
+        page.total, page.more = list_size(page, runs, parts)
+    else:
+        # Every listed run: the groups keep their counts (runs.figures), so nothing is counted here.
+        page.total = ComparisonGroup.objects.aggregate(total=Coalesce(Sum("run_count"), 0))["total"]
+    return form, page
+
+
+def list_size(page: KeysetPage, runs: QuerySet[Run], parts: list[Part]) -> tuple[int, bool]:
+    """How many runs a list holds: known without a query when this page is its last, else counted up to a
+    bound (runs.search.bounded_count)."""
+    if not page.has_next:
+        return page.last_index if page.rows else page.start, False
+    return bounded_count(runs, parts)
 
 
 # -- the run page ----------------------------------------------------------------
@@ -116,7 +135,8 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
         "versions": list(run.versions.all()),
         "manifest_pretty": json.dumps(json.loads(manifest), indent=2, ensure_ascii=False),
         "citation": citation(run, identity.implementation),
-        "attestations": approved_attestations(run),
+        # The run counts what it has (runs.figures): a run without notes asks for none.
+        "attestations": approved_attestations(run) if run.note_count else [],
         "issue_reports": public_issue_reports(run),
         **reruns,
     }
@@ -178,7 +198,7 @@ def deciding_rerun(reruns: list[RerunRow]) -> RerunRow | None:
 # -- comparison groups -------------------------------------------------------------
 
 
-def group_page(group: ComparisonGroup, page_number: str | None, highlight_id: str) -> dict[str, Any]:
+def group_page(group: ComparisonGroup, after: str | None, highlight_id: str) -> dict[str, Any]:
     """A group's leaderboard, its reference rows, the source's board and the charts, one run highlighted."""
     source_order = uses_source_order(group)
     highlight = _highlighted_run(group, highlight_id)
@@ -187,7 +207,7 @@ def group_page(group: ComparisonGroup, page_number: str | None, highlight_id: st
     return {
         "group": group,
         "source_order": source_order,
-        "page": paginate(leaderboard(group, source_order), page_number),
+        "page": leaderboard(group, source_order, after, settings.RUNS_PER_PAGE),
         "references": references,
         "board": board,
         "highlight": highlight,
@@ -254,7 +274,8 @@ def definition_page(definition: Definition) -> dict[str, Any]:
             for ref in references
             if case.index < len(ref.per_case_ns)
         }
-    groups = definition.groups.annotate(run_count=Count("runs"), best_latency=Min("runs__latency_ns")).order_by(
+    # One row per group: its figures are kept on it (runs.figures), the best latency among its ranked runs.
+    groups = definition.groups.annotate(best_latency=F("best_latency_ns")).order_by(
         "hardware", "harness", "harness_version", "-run_count"
     )
     reference_columns = sorted({f"{ref.get_kind_display()} ({ref.hardware})" for ref in references})
@@ -272,15 +293,18 @@ def definition_page(definition: Definition) -> dict[str, Any]:
 
 
 def source_page(
-    source: SourceInfo, page_number: str | None, definitions_page: str | None = None, show_empty: bool = False
+    source: SourceInfo, after: str | None, definitions_page: str | None = None, show_empty: bool = False
 ) -> dict[str, Any]:
     """A source's runs, newest first, and its definitions, most runs first: those without runs only on asking."""
-    runs = Run.objects.listed().filter(source=source.key).newest_first().select_related("definition")
-    definitions = Definition.objects.filter(source=source.key).annotate(run_count=Count("runs"))
+    runs = Run.objects.listed().filter(source=source.key).select_related("definition")
+    page = read_page(runs, newest_parts(), decode(after), settings.RUNS_PER_PAGE)
+    page.total, page.more = list_size(page, runs, newest_parts())
+    # A definition's runs are the sum of its groups' kept counts (runs.figures), not a count of runs.
+    definitions = Definition.objects.filter(source=source.key).annotate(run_count=Coalesce(Sum("groups__run_count"), 0))
     with_runs = definitions.filter(run_count__gt=0)
     return {
         "source": source,
-        "page": paginate(runs, page_number),
+        "page": page,
         "definition_count": definitions.count(),
         "definitions_with_runs": with_runs.count(),
         "show_empty": show_empty,

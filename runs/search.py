@@ -28,7 +28,7 @@ from django.db.models import Q, QuerySet
 from records.identity import RUN_ID_LENGTH
 from records.sources import SOURCES
 from runs.keyset import Part
-from runs.models import NEWEST_FIRST, Definition
+from runs.models import NEWEST_KEYS, Definition
 
 # A shorter prefix of a run id matches too many runs to be what someone meant.
 MIN_ID_PREFIX = 4
@@ -37,12 +37,11 @@ MIN_FRAGMENT = 3
 HEX = re.compile(r"[0-9a-f]+")
 # Search results and lists show "more than" this many rather than counting further.
 COUNT_BOUND = 1000
-NEWEST = tuple(order.expression for order in NEWEST_FIRST)
 
 
 def newest_parts() -> list[Part]:
     """An unsearched list: every run, newest first (the run_newest index)."""
-    return [Part("newest", Q(), NEWEST, descending=True)]
+    return [Part("newest", Q(), NEWEST_KEYS, descending=True)]
 
 
 def normal_query(text: str) -> str:
@@ -67,7 +66,7 @@ def search_parts(text: str) -> list[Part]:
     for name, match in matches:
         if match is None:
             continue
-        parts.append(Part(name, match & ~earlier if earlier else match, NEWEST, descending=True))
+        parts.append(Part(name, match & ~earlier if earlier else match, NEWEST_KEYS, descending=True))
         earlier |= match
     return parts
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import cached_property
-from itertools import islice, pairwise
+from itertools import islice
 from typing import Any
 
 from django.conf import settings
-from django.db.models import F, QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
@@ -19,7 +18,13 @@ from records.manifest import manifest_text
 from records.schema import REFERENCE_FIELDS
 from records.sources import SOURCES, SourceInfo
 from records.sources.hardware import hardware_class, hardware_class_of
+from runs.keyset import KeysetPage, Part, decode, read_page
 from runs.models import (
+    DEMOTED,
+    LISTED,
+    RANKED,
+    UNMEASURED,
+    UNRANKED_MEASURED,
     ComparisonGroup,
     Definition,
     Document,
@@ -28,7 +33,6 @@ from runs.models import (
     RerunRequest,
     RerunWorker,
     Run,
-    RunQuerySet,
     RunVersion,
     SourceBoard,
 )
@@ -42,7 +46,7 @@ CHART_POINTS = 400
 def get_run_or_404(run_id: str) -> Run:
     """The one lookup every run URL goes through."""
     try:
-        return Run.objects.select_related("definition", "group").get(run_id=run_id)
+        return Run.objects.select_related("definition", "group", "group__best_run").get(run_id=run_id)
     except Run.DoesNotExist:
         raise Http404(f"No run {run_id!r}") from None
 
@@ -184,90 +188,100 @@ def run_rank(run: Run) -> RankInfo:
         return RankInfo(run.source_rank, True, "", _top_by_source(group))
     if group.native_order and not run.on_public_board:
         return RankInfo(None, True, "Not ranked: a private submission, never on the source's public board.", None)
-    if not run.is_rankable:
+    position = latency_position(run)
+    if position is None:
         return RankInfo(None, False, f"Not ranked: the run {run.get_status_display().lower()}.", None)
-    ahead = Run.objects.rankable().filter(group=group, latency_ns__lt=run.latency_ns).count()
-    return RankInfo(ahead + 1, False, "", _top_by_latency(group))
+    return RankInfo(position, False, "", group.best_run)
 
 
 def _top_by_source(group: ComparisonGroup) -> Run | None:
-    return group.runs.listed().exclude(source_rank=None).order_by("source_rank", "-source_score", "id").first()
+    return group.runs.listed().exclude(source_rank=None).order_by("source_rank", "run_id").first()
 
 
-def _top_by_latency(group: ComparisonGroup) -> Run | None:
-    return Run.objects.rankable().filter(group=group).order_by("latency_ns", "id").first()
+# -- leaderboards ------------------------------------------------------------------
 
 
-def leaderboard(group: ComparisonGroup, source_order: bool) -> SourceLeaderboard | LatencyLeaderboard:
-    """Runs of a group in rank order, for Django's Paginator; each run of a page has its `position`."""
-    return SourceLeaderboard(group) if source_order else LatencyLeaderboard(group)
+@dataclass(frozen=True)
+class LeaderboardPart:
+    """A part of a leaderboard (runs.keyset.Part), whether its runs are numbered, and which runs it holds."""
+
+    part: Part
+    numbered: bool
+    holds: Callable[[Run], bool]
 
 
-class SourceLeaderboard:
-    """A group's listed runs in its source's order; a run's position is its source rank (None: not ranked)."""
+def latency_order() -> tuple[LeaderboardPart, ...]:
+    """KernelIndex's order of a group's runs, the one the leaderboard pages and every run's rank follow.
 
-    def __init__(self, group: ComparisonGroup) -> None:
-        self.runs = (
-            group.runs.listed()
-            .select_related("definition")
-            .order_by(F("source_rank").asc(nulls_last=True), "-source_score", "latency_ns", "id")
-        )
-
-    def count(self) -> int:
-        return self.runs.count()
-
-    def __getitem__(self, page: slice) -> list[Run]:
-        runs = list(self.runs[page])
-        for run in runs:
-            run.position = run.source_rank
-        return runs
-
-
-class LatencyLeaderboard:
-    """A group's listed runs in KernelIndex's order: ranked runs by latency, then the runs it cannot rank.
-
-    A page costs about what its own rows cost, whatever the size of the group. A
-    window function over the group would rank every run to show fifty (half a
-    second for a group of 10⁵ runs); here each part is read from an index of its
-    own, and ties are numbered as Rank() numbers them ("1, 2, 2, 4"). It is a
-    sequence for Django's Paginator: a count and slices.
+    Ranked runs by latency, then by run id; then the rankable runs a rerun did not reproduce, numbered
+    after all the others (issue #14); then the runs that cannot be ranked, unnumbered: those with a
+    latency (failed or incorrect), then those without. Each part is read from an index of its own
+    (runs.models: RANKED, DEMOTED, UNRANKED_MEASURED, UNMEASURED).
     """
+    by_latency = ("latency_ns", "run_id")
+    return (
+        LeaderboardPart(Part("ranked", RANKED, by_latency), True, lambda run: run.is_rankable and not _demoted(run)),
+        LeaderboardPart(Part("demoted", DEMOTED, by_latency), True, lambda run: run.is_rankable and _demoted(run)),
+        LeaderboardPart(Part("unranked", UNRANKED_MEASURED, by_latency), False, lambda run: not run.is_rankable),
+        LeaderboardPart(Part("unmeasured", UNMEASURED, ("run_id",)), False, lambda run: run.latency_ns is None),
+    )
 
-    def __init__(self, group: ComparisonGroup) -> None:
-        self.ranked = Run.objects.rankable().filter(group=group).order_by("latency_ns", "id")
-        self.unranked = Run.objects.unranked().filter(group=group).order_by("latency_ns", "id")
 
-    @cached_property
-    def ranked_count(self) -> int:
-        return self.ranked.count()
+def _demoted(run: Run) -> bool:
+    return run.evidence == Run.Evidence.NOT_REPRODUCED
 
-    def count(self) -> int:
-        return self.ranked_count + self.unranked.count()
 
-    def __getitem__(self, page: slice) -> list[Run]:
-        start, stop, split = page.start or 0, page.stop, self.ranked_count
-        ranked = _rows(self.ranked, start, stop) if start < split else []
-        self._number(ranked, start)
-        unranked = _rows(self.unranked, max(start - split, 0), stop - split) if stop > split else []
-        for run in unranked:
+def source_order() -> tuple[LeaderboardPart, ...]:
+    """A source-ordered group: the runs on the source's board by their rank there, then the others in
+    KernelIndex's order, unnumbered."""
+    on_board = LeaderboardPart(
+        Part("source", LISTED & Q(source_rank__isnull=False), ("source_rank", "run_id")),
+        True,
+        lambda run: run.source_rank is not None,
+    )
+    off_board = (
+        LeaderboardPart(Part(f"off-{p.part.name}", p.part.where & Q(source_rank=None), p.part.keys), False, p.holds)
+        for p in latency_order()
+    )
+    return (on_board, *off_board)
+
+
+def latency_position(run: Run) -> int | None:
+    """The run's number in latency_order: 1 + the numbered runs before it; runs tied on latency share it."""
+    before = 0
+    for entry in latency_order():
+        if not entry.numbered:
+            return None
+        if entry.holds(run):
+            ahead = Run.objects.filter(entry.part.where, group_id=run.group_id, latency_ns__lt=run.latency_ns)
+            return before + ahead.count() + 1
+        # Only the ranked part comes before another numbered part; its size is kept on the group.
+        before += run.group.ranked_count
+    return None
+
+
+def leaderboard(group: ComparisonGroup, use_source_order: bool, after: str | None, size: int) -> KeysetPage:
+    """A page of a group's leaderboard, after the cursor `after`; each run has its `position` (None: unnumbered)."""
+    order = source_order() if use_source_order else latency_order()
+    numbered = {entry.part.name for entry in order if entry.numbered}
+    cursor = decode(after)
+    runs = Run.objects.filter(group=group).select_related("definition")
+    page = read_page(runs, [entry.part for entry in order], cursor, size)
+    previous = (cursor.part, cursor.values[0], cursor.carried[0]) if cursor and cursor.carried else None
+    for index, (run, part) in enumerate(zip(page.rows, page.parts, strict=True), start=page.start + 1):
+        if part not in numbered:
             run.position = None
-        return ranked + unranked
-
-    def _number(self, runs: list[Run], start: int) -> None:
-        """Competition ranks: a run tied with the one before it shares its rank."""
-        if not runs:
-            return
-        # The first run of a page may tie with runs on the page before.
-        runs[0].position = self.ranked.filter(latency_ns__lt=runs[0].latency_ns).count() + 1 if start else 1
-        for index, (before, run) in enumerate(pairwise(runs), start=start + 1):
-            run.position = before.position if run.latency_ns == before.latency_ns else index + 1
-
-
-def _rows(runs: RunQuerySet, start: int, stop: int) -> list[Run]:
-    """Rows start to stop of an ordered queryset. The rows skipped are counted off in the index
-    (the ids of a page, an index-only scan), not read from the table one by one."""
-    page = runs.values("id")[start:stop]
-    return list(runs.filter(id__in=page).select_related("definition"))
+        elif use_source_order:
+            run.position = run.source_rank
+        elif previous is not None and previous[0] == part and previous[1] == run.latency_ns:
+            run.position = previous[2]  # a tie shares the rank of the first of its runs, as RANK() numbers it
+        else:
+            run.position = index
+        previous = (part, run.latency_ns, run.position)
+    if page.rows:
+        page.carry(page.rows[-1].position)  # the next page's first run may tie with this one
+    page.total = group.run_count
+    return page
 
 
 def references_for(group: ComparisonGroup) -> list[ReferenceRow]:
@@ -290,13 +304,17 @@ def board_for(group: ComparisonGroup) -> SourceBoard | None:
 
 def chart_latencies(group: ComparisonGroup, highlight: Run | None) -> list[tuple[str, float, str]]:
     """(run id, latency, evidence level) for the fastest runs of a group, plus the highlighted one wherever it is."""
-    rows: list[tuple[str, float, str]] = [
-        (run_id, float(ns or 0), evidence)
-        for run_id, ns, evidence in Run.objects.rankable()
-        .filter(group=group)
-        .order_by("latency_ns", "id")
-        .values_list("run_id", "latency_ns", "evidence")[:CHART_POINTS]
-    ]
+    # The first runs of the leaderboard's numbered parts, each read from its own index in its order.
+    rows: list[tuple[str, float, str]] = []
+    for entry in latency_order():
+        if entry.numbered and len(rows) < CHART_POINTS:
+            runs = Run.objects.filter(entry.part.where, group=group).order_by(*entry.part.keys)
+            rows += [
+                (run_id, float(ns or 0), evidence)
+                for run_id, ns, evidence in runs.values_list("run_id", "latency_ns", "evidence")[
+                    : CHART_POINTS - len(rows)
+                ]
+            ]
     if highlight is not None and highlight.is_rankable and all(row[0] != highlight.run_id for row in rows):
         assert highlight.latency_ns is not None
         rows.append((highlight.run_id, highlight.latency_ns, highlight.evidence))
@@ -341,7 +359,10 @@ class RerunRow:
 
 
 def rerun_rows(run: Run, own_class: str) -> list[RerunRow]:
-    """Every rerun of a run, newest first, with its result run's document, in two queries."""
+    """Every rerun of a run, newest first, with its result run's document, in two queries (none for a run
+    that counts no rerun: Run.rerun_count, kept by runs.figures)."""
+    if not run.rerun_count:
+        return []
     requests = list(run.rerun_requests.select_related("result_run").order_by("-requested_at", "-id"))
     digests = [r.result_run.digest for r in requests if r.result_run is not None]
     documents = Document.objects.in_bulk(digests)
@@ -369,6 +390,8 @@ def live_hardware_classes() -> dict[str, int]:
 
 
 def evidence_history(run: Run) -> list[EvidenceChange]:
+    if not run.evidence_change_count:  # kept by runs.figures: a run never changed asks for nothing
+        return []
     return list(run.evidence_changes.select_related("rerun"))
 
 
@@ -382,7 +405,9 @@ def group_size(run: Run) -> int:
     the source's board for a source-ordered group, else the runs KernelIndex ranks by latency."""
     if run.group.native_order and run.source_rank is not None:
         return run.group.runs.listed().exclude(source_rank=None).count()
-    return Run.objects.rankable().filter(group=run.group).count()
+    # The ranked runs are counted on the group (runs.figures); those ranked after them are few, in an index of
+    # their own.
+    return run.group.ranked_count + Run.objects.filter(DEMOTED, group_id=run.group_id).count()
 
 
 # -- page-cache scopes ----------------------------------------------------------

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.paginator import Page
 from django.http import HttpRequest
 
 from records.rerun import RULE_VERSION
 from records.sources import SourceInfo
 from runs.forms import RunSearchForm
+from runs.keyset import KeysetPage
 from runs.models import ComparisonGroup, Definition, EvidenceChange, Run
 from runs.selectors import RerunRow
 
@@ -105,24 +105,31 @@ def run_summary(run: Run, position: int | None = None) -> dict[str, Any]:
     return summary
 
 
-def pagination_json(request: HttpRequest, page: Page[Any]) -> dict[str, Any]:
-    """The page's place in its list, with absolute links to the pages beside it (same query, other page)."""
+def pagination_json(request: HttpRequest, page: KeysetPage) -> dict[str, Any]:
+    """The page's place in its list, and absolute links to the next page (its cursor) and the first.
 
-    def link(number: int) -> str:
+    `count` is exact unless `countIsLowerBound`: then the list holds more than `count` runs (search and
+    filtered lists count no further than runs.search.COUNT_BOUND).
+    """
+
+    def link(after: str | None) -> str:
         query = request.GET.copy()
-        query["page"] = str(number)
-        return request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+        query.pop("after", None)
+        if after:
+            query["after"] = after
+        return request.build_absolute_uri(f"{request.path}?{query.urlencode()}" if query else request.path)
 
     return {
-        "count": page.paginator.count,
-        "page": page.number,
-        "pages": page.paginator.num_pages,
-        "next": link(page.next_page_number()) if page.has_next() else None,
-        "previous": link(page.previous_page_number()) if page.has_previous() else None,
+        "count": page.total,
+        "countIsLowerBound": page.more,
+        "first": page.first_index,
+        "last": page.last_index,
+        "next": link(page.next_cursor) if page.next_cursor else None,
+        "start": link(None) if page.has_previous else None,
     }
 
 
-def search_json(request: HttpRequest, form: RunSearchForm, page: Page[Any]) -> dict[str, Any]:
+def search_json(request: HttpRequest, form: RunSearchForm, page: KeysetPage) -> dict[str, Any]:
     return {
         **pagination_json(request, page),
         "filters": {name: value for name, value in form.cleaned_data.items() if value},

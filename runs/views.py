@@ -39,7 +39,7 @@ from web.http import HtmxHttpRequest
 JSON_CONTENT_TYPE = "application/json"
 SVG_CONTENT_TYPE = "image/svg+xml"
 # The query parameters the home page and index.json read; the page cache keys on these alone (web/cache.py).
-SEARCH_PARAMS = ("q", "source", "gpu", "evidence", "page")
+SEARCH_PARAMS = ("q", "source", "gpu", "evidence", "after")
 
 
 # -- health check ----------------------------------------------------------------
@@ -181,17 +181,17 @@ def document_json(request: HttpRequest, digest: str) -> HttpResponse:
 
 @require_safe
 @vary_on_headers("HX-Request")
-@cached_page(params=("page", "run"), scopes=lambda key: [group_scope(key)])
+@cached_page(params=("after", "run"), scopes=lambda key: [group_scope(key)])
 def group_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
-    context = pages.group_page(get_group_or_404(key), request.GET.get("page"), request.GET.get("run", ""))
+    context = pages.group_page(get_group_or_404(key), request.GET.get("after"), request.GET.get("run", ""))
     template = "runs/group_detail.html#leaderboard" if request.htmx else "runs/group_detail.html"
     return TemplateResponse(request, template, context)
 
 
 @require_safe
-@cached_page(params=("page", "run"), scopes=lambda key: [group_scope(key)])
+@cached_page(params=("after", "run"), scopes=lambda key: [group_scope(key)])
 def group_json(request: HttpRequest, key: str) -> JsonResponse:
-    context = pages.group_page(get_group_or_404(key), request.GET.get("page"), request.GET.get("run", ""))
+    context = pages.group_page(get_group_or_404(key), request.GET.get("after"), request.GET.get("run", ""))
     return JsonResponse(serializers.group_json(request, context))
 
 
@@ -212,12 +212,12 @@ def definition_json(request: HttpRequest, source: str, name: str) -> JsonRespons
 
 
 @require_safe
-@cached_page(params=("page", "definitions_page", "empty"), scopes=lambda key: [LISTS])
+@cached_page(params=("after", "definitions_page", "empty"), scopes=lambda key: [LISTS])
 def source_detail(request: HttpRequest, key: str) -> HttpResponse:
     """?definitions_page pages the definitions; ?empty=shown lists those without runs too (a link, no script)."""
     context = pages.source_page(
         get_source_or_404(key),
-        request.GET.get("page"),
+        request.GET.get("after"),
         request.GET.get("definitions_page"),
         show_empty=request.GET.get("empty") == "shown",
     )
@@ -225,9 +225,9 @@ def source_detail(request: HttpRequest, key: str) -> HttpResponse:
 
 
 @require_safe
-@cached_page(params=("page",), scopes=lambda key: [LISTS])
+@cached_page(params=("after",), scopes=lambda key: [LISTS])
 def source_json(request: HttpRequest, key: str) -> JsonResponse:
-    context = pages.source_page(get_source_or_404(key), request.GET.get("page"))
+    context = pages.source_page(get_source_or_404(key), request.GET.get("after"))
     return JsonResponse(serializers.source_json(request, context))
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 import django.db.models.deletion
-from django.contrib.postgres.indexes import GinIndex, OpClass
+from django.contrib.postgres.indexes import GistIndex, OpClass
 from django.contrib.postgres.operations import TrigramExtension
 from django.db import migrations, models
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
@@ -19,7 +19,7 @@ DATED = Coalesce("observed_at", "published_at")
 
 
 class AddIndexOnPostgreSQL(migrations.AddIndex):
-    """An index only PostgreSQL can build (a trigram GIN index); elsewhere the state records it and nothing runs."""
+    """An index only PostgreSQL can build (a trigram index); elsewhere the state records it and nothing runs."""
 
     def database_forwards(self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, *args: Any) -> None:
         if schema_editor.connection.vendor == "postgresql":
@@ -162,14 +162,19 @@ class Migration(migrations.Migration):
                 name="run_evidence",
             ),
         ),
+        migrations.AddIndex(
+            model_name="run", index=models.Index(Upper("implementation_name"), name="run_implementation_upper")
+        ),
         TrigramExtension(),
         AddIndexOnPostgreSQL(
             model_name="run",
-            index=GinIndex(OpClass(Upper("implementation_name"), name="gin_trgm_ops"), name="run_implementation_trgm"),
+            index=GistIndex(
+                OpClass(Upper("implementation_name"), name="gist_trgm_ops"), name="run_implementation_trgm"
+            ),
         ),
         AddIndexOnPostgreSQL(
             model_name="run",
-            index=GinIndex(OpClass(Upper("project"), name="gin_trgm_ops"), name="run_project_trgm"),
+            index=GistIndex(OpClass(Upper("project"), name="gist_trgm_ops"), name="run_project_trgm"),
         ),
         migrations.RunPython(fill_figures, migrations.RunPython.noop),
     ]

@@ -55,5 +55,6 @@ def test_leaderboard_queries_do_not_grow(client: Client, import_runs: ImportRuns
     url = group.get_absolute_url() + f"?run={Run.objects.first().run_id}"  # type: ignore[union-attr]
     small = queries_for(client, url)
     grow(import_runs, tmp_path, runs=150, versions=0)
-    assert queries_for(client, url) == small
+    # A short leaderboard reads each of its parts (runs.selectors.latency_order); a full page may need fewer.
+    assert queries_for(client, url) <= small
     assert json.loads(client.get(group.get_absolute_url() + ".json").content)["count"] == 150
