@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.models import RerunRequest, Run
+from runs.models import EVIDENCE_LABELS, INCONCLUSIVE, RerunRequest, Run
 from runs.reruns import RerunRefusedError, may_request_rerun, queued_message, request_rerun
 
 POLL_SECONDS = 0.5
@@ -63,7 +63,7 @@ class Command(BaseCommand):
         if rerun.failure_status:
             lines.append(f"failure: {rerun.failure_status}: {rerun.failure_reason}")
         if rerun.rule_version:
-            level = rerun.verdict_label or "inconclusive"
+            level = rerun.verdict_label or EVIDENCE_LABELS[INCONCLUSIVE]
             lines.append(f"verdict: {level} ({rerun.verdict_reason}; {rerun.rule_label})")
         if rerun.result_run is not None:
             lines.append(f"result: run {rerun.result_run.run_id}")
