@@ -8,14 +8,14 @@ from django.core.validators import RegexValidator
 from records.identity import RUN_ID_LENGTH
 from records.sources import SOURCES
 from records.sources.hardware import CLASSES, UnknownHardwareClassError, hardware_class_named
-from runs.display import hardware_class_label
+from runs.display import hardware_class_label, hardware_label
 from runs.models import ComparisonGroup, Run, RunQuerySet
 
 
 def hardware_choices() -> list[tuple[str, str]]:
-    """GPUs that have runs; read from the few group rows, not the run table."""
+    """The hardware that has runs, labelled as the lists label it; read from the few group rows, not the run table."""
     products = ComparisonGroup.objects.order_by("hardware").values_list("hardware", flat=True).distinct()
-    return [("", "any GPU"), *((product, product) for product in products)]
+    return [("", "any hardware"), *((product, hardware_label(product)) for product in products)]
 
 
 class RunSearchForm(forms.Form):
@@ -30,7 +30,7 @@ class RunSearchForm(forms.Form):
     source = forms.ChoiceField(
         required=False, choices=[("", "any source"), *((key, info.title) for key, info in SOURCES.items())]
     )
-    gpu = forms.ChoiceField(label="GPU", required=False)
+    gpu = forms.ChoiceField(label="Hardware", required=False)
     evidence = forms.ChoiceField(required=False, choices=[("", "any evidence"), *Run.Evidence.choices])
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -102,6 +102,9 @@ def test_lists_head_their_hardware_column_hardware(client: Client, disputed: Run
         html = client.get(url).content.decode()
         assert '<th scope="col">Hardware</th>' in html and ">GPU</th>" not in html, url
         assert '<td class="truncate" data-label="Hardware" title="CPU">CPU</td>' in html, url
+    home = client.get("/").content.decode()  # the search filters by hardware too, labelled the same way
+    assert '<label for="id_gpu">Hardware</label>' in home and '<option value="CPU">CPU</option>' in home
+    assert "any GPU" not in home
     html = client.get(disputed.group.get_absolute_url()).content.decode()
     assert "Hardware CPU" in visible_text(html) and ">GPU<" not in html
 
