@@ -14,7 +14,7 @@ from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 from ninja import NinjaAPI, Router, Status
-from ninja.errors import AuthenticationError
+from ninja.errors import AuthenticationError, ValidationError
 from ninja.params import functions as param
 from ninja.security import HttpBearer
 
@@ -22,7 +22,6 @@ from api import schemas
 from api.docs import ServerSideDocs
 from api.models import ApiToken, authenticate_token
 from api.submissions import MAX_BODY_BYTES, MAX_RUNS, OutOfScopeError, SubmissionRefusedError, problem, submit
-from attestations import ratelimit
 from records.errors import RecordError
 from records.sources import SOURCES
 from runs import pages, serializers
@@ -37,6 +36,7 @@ from runs.selectors import (
     run_hardware_class,
     run_manifest_text,
 )
+from web import ratelimit
 
 RATE_WINDOW_SECONDS = 3600
 
@@ -84,6 +84,13 @@ def unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse
 @api.exception_handler(Http404)
 def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
     return JsonResponse({"detail": str(exc) or "not found"}, status=404)
+
+
+@api.exception_handler(ValidationError)
+def invalid_parameters(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    """A parameter of the wrong type, said in words as every other error is (ninja would send a list)."""
+    errors = "; ".join(f"{'.'.join(map(str, error['loc'][1:]))}: {error['msg']}" for error in exc.errors)
+    return _problem(422, errors)
 
 
 def _problem(status: int, detail: str) -> JsonResponse:

@@ -95,13 +95,13 @@ class Problem(Out):
 
 
 class SubmissionProblem(Problem):
-    """A manifest the importer refused; nothing of the submission was stored."""
+    """A submission refused; nothing of it was stored. Where a manifest was at fault, where in it."""
 
-    line: int | None = Field(description="The JSONL line (1-based); null for a JSON document.")
-    manifest: int | None = Field(description="The manifest's index in a JSON array (0-based); else null.")
-    document: str | None = Field(description="The manifest member at fault: run, protocol, environment, …")
-    field: str | None = Field(description="The dotted path to the field, as the importer names it.")
-    message: str
+    line: int | None = Field(None, description="The JSONL line (1-based); null for a JSON document.")
+    manifest: int | None = Field(None, description="The manifest's index in a JSON array (0-based); else null.")
+    document: str | None = Field(None, description="The manifest member at fault: run, protocol, environment, …")
+    field: str | None = Field(None, description="The dotted path to the field, as the importer names it.")
+    message: str | None = Field(None, description="The importer's message, without the place.")
 
 
 class SubmittedRun(Out):

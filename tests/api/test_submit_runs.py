@@ -166,6 +166,18 @@ def test_bad_bodies_get_a_json_error_never_a_server_error(
     assert not Run.objects.exists()
 
 
+def test_a_parameter_of_the_wrong_type_is_said_in_words(client: Client, token: tuple[ApiToken, str]) -> None:
+    headers = {"Authorization": f"Bearer {token[1]}"}
+    response = client.post(
+        f"{SUBMIT_URL}?redigest=perhaps", demo_lines()[0], content_type="application/json", headers=headers
+    )
+
+    assert response.status_code == 422
+    assert response.json()["detail"].startswith("redigest:")
+    assert not Run.objects.exists()
+    assert client.get("/api/v1/reruns/first").json()["detail"].startswith("rerun_id:")
+
+
 def test_a_body_in_another_charset_is_refused_before_it_is_read(submit: Submit) -> None:
     # The test client encodes a text body in the charset named.
     response = submit(demo_lines()[0], content_type="application/json; charset=latin-1")
