@@ -275,8 +275,11 @@ def definition_page(definition: Definition) -> dict[str, Any]:
             if case.index < len(ref.per_case_ns)
         }
     # One row per group: its figures are kept on it (runs.figures), the best latency among its ranked runs.
-    groups = definition.groups.annotate(best_latency=F("best_latency_ns")).order_by(
-        "hardware", "harness", "harness_version", "-run_count"
+    # The best run comes along: its statistic and evidence level stand beside the best latency.
+    groups = (
+        definition.groups.select_related("best_run")
+        .annotate(best_latency=F("best_latency_ns"))
+        .order_by("hardware", "harness", "harness_version", "-run_count")
     )
     reference_columns = sorted({f"{ref.get_kind_display()} ({ref.hardware})" for ref in references})
     runnable = runnable_definition(definition)

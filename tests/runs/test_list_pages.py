@@ -18,6 +18,7 @@ from django.test import Client
 from runs.display import hardware_label
 from runs.figures import refresh_group_figures
 from runs.models import EVIDENCE_LABELS, EVIDENCE_MEANINGS, STATUS_MEANINGS, Definition, Run
+from runs.templatetags.kernelindex import latency
 from tests.conftest import ImportRuns
 from tests.pages import squeezed, visible_text
 
@@ -40,6 +41,17 @@ def list_pages(run: Run) -> list[str]:
     other = Run.objects.filter(group=run.group).exclude(pk=run.pk).first()
     assert other is not None
     return ["/", run.group.get_absolute_url(), f"/sources/{run.source}", f"/compare/{other.run_id}/{run.run_id}"]
+
+
+def test_a_definition_names_each_groups_hardware_and_its_best_runs_evidence(client: Client, disputed: Run) -> None:
+    assert disputed.definition is not None
+    html = client.get(disputed.definition.get_absolute_url()).content.decode()
+    assert '<th scope="col">Hardware</th>' in html and ">GPU<" not in html
+    # The best latency is the best run KernelIndex ranks: not the disputed one, reported faster.
+    best = Run.objects.get(pk=disputed.group.best_run_id)
+    assert best != disputed
+    text = visible_text(html)
+    assert "CPU" in text and f"{latency(best.latency_ns)} median Evidence: Reported" in text
 
 
 def test_every_list_page_spells_evidence_one_way_and_has_a_legend(client: Client, disputed: Run) -> None:
