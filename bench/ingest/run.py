@@ -9,6 +9,12 @@ the file size, wall-clock runs/s of the import, and the importer's peak
 resident memory: the importer and its reader process together, sampled from
 /proc every 20 ms. With --reimport it
 imports the same file a second time, which must change nothing.
+
+In the same run it measures the import's floor, what no importer of the file
+can avoid: parsing every record and taking the sha256 of its canonical form
+(one process), and COPY of exactly the rows the import stored into the same
+tables, with the same indexes, in an empty database migrated alike
+(`<database>_floor`, dropped afterwards); and prints import ÷ floor.
 """
 
 from __future__ import annotations
@@ -51,7 +57,14 @@ class Measurement:
     reimport_s: float | None = None
     reimport_cpu_s: float | None = None
     reimport_rss_kib: int | None = None
+    # The floor (measure_floor): parsing and hashing each record, and COPY of the rows the import stored.
+    floor_parse_s: float = 0.0
+    floor_copy_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def floor_s(self) -> float:
+        return self.floor_parse_s + self.floor_copy_s
 
     @property
     def runs_per_s(self) -> float:
@@ -80,7 +93,11 @@ def main() -> None:
     results = []
     for runs in options.runs:
         results.append(measure(runs, options))
-        print(f"  {runs:,} runs: {results[-1].runs_per_s:,.0f} runs/s, peak RSS {mib(results[-1].import_rss_kib)}")
+        done = results[-1]
+        print(
+            f"  {runs:,} runs: {done.runs_per_s:,.0f} runs/s, peak RSS {mib(done.import_rss_kib)}; "
+            f"floor {done.floor_s:,.1f} s, import ÷ floor {done.import_s / done.floor_s:.2f}"
+        )
     if not options.keep_database:
         recreate_database(options.server, options.database, create=False)
     print()
@@ -117,7 +134,69 @@ def measure(runs: int, options: argparse.Namespace) -> Measurement:
         result.stored_runs = scalar(connection, "SELECT count(*) FROM runs_run")
         result.stored_documents = scalar(connection, "SELECT count(*) FROM runs_document")
         result.database_bytes = scalar(connection, "SELECT pg_database_size(current_database())")
+    result.floor_parse_s = parse_and_hash(path)
+    result.floor_copy_s = copy_stored_rows(url, options, env)
     return result
+
+
+# -- the floor -------------------------------------------------------------------------
+# What no importer of this file can avoid: reading and parsing every record, hashing its canonical form,
+# and writing the rows it stores into the same tables, with their indexes, by COPY.
+
+# Copied untimed first (the rows the timed ones point to), then timed, in this order.
+REFERENCED_TABLES = ("runs_definition", "runs_comparisongroup", "runs_importlog")
+STORED_TABLES = ("runs_document", "runs_run", "runs_runversion")
+
+
+def parse_and_hash(path: Path) -> float:
+    """Seconds to parse every line of the file and take the sha256 of its canonical form, in one process."""
+    sys.path.insert(0, str(ROOT))
+    from records.canonical import digest, parse_json
+
+    started = time.perf_counter()
+    with path.open("rb") as lines:
+        for line in lines:
+            if line.strip():
+                digest(parse_json(line))
+    return time.perf_counter() - started
+
+
+def copy_stored_rows(url: str, options: argparse.Namespace, env: dict[str, str]) -> float:
+    """Seconds to COPY the rows the import stored into an empty, migrated database of the same schema,
+    committed (with its foreign keys checked). The rows travel through files, read before the clock starts."""
+    floor_name = f"{options.database}_floor"
+    floor_url = recreate_database(options.server, floor_name)
+    run_child(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        env | {"DATABASE_URL": floor_url},
+        OUT / "migrate-floor.log",
+    )
+    files = {table: OUT / f"floor-{table}.copy" for table in (*REFERENCED_TABLES, *STORED_TABLES)}
+    with psycopg.connect(url) as source:
+        for table, file in files.items():
+            with file.open("wb") as out, source.cursor().copy(f"COPY {table} TO STDOUT (FORMAT binary)") as copy:
+                for chunk in copy:
+                    out.write(chunk)
+    data = {table: file.read_bytes() for table, file in files.items()}
+    with psycopg.connect(floor_url) as target:
+        for table in REFERENCED_TABLES:
+            copy_into(target, table, data[table])
+        # One transaction, as the import's: a group names its fastest run (its foreign key checked at commit).
+        started = time.perf_counter()
+        for table in STORED_TABLES:
+            copy_into(target, table, data[table])
+        target.commit()
+        elapsed = time.perf_counter() - started
+    for file in files.values():
+        file.unlink()
+    recreate_database(options.server, floor_name, create=False)
+    return elapsed
+
+
+def copy_into(connection: psycopg.Connection, table: str, data: bytes) -> None:
+    with connection.cursor().copy(f"COPY {table} FROM STDIN (FORMAT binary)") as copy:
+        for start in range(0, len(data), 1 << 20):
+            copy.write(data[start : start + (1 << 20)])
 
 
 def run_child(command: list[str], env: dict[str, str], log: Path) -> tuple[float, float, int]:
@@ -221,6 +300,9 @@ def report(results: list[Measurement], kind: str) -> str:
         (f"file ({kind})", [f"{r.file_bytes / 1e6:,.1f} MB" for r in results]),
         ("import wall time", [f"{r.import_s:,.1f} s" for r in results]),
         ("runs/s", [f"{r.runs_per_s:,.0f}" for r in results]),
+        ("floor: parse and canonical sha256", [f"{r.floor_parse_s:,.1f} s" for r in results]),
+        ("floor: COPY of the stored rows", [f"{r.floor_copy_s:,.1f} s" for r in results]),
+        ("import ÷ floor", [f"{r.import_s / r.floor_s:,.2f}" for r in results]),
         ("importer CPU per run", [f"{r.import_cpu_s / r.runs * 1e6:,.0f} µs" for r in results]),
         ("importer peak RSS, all processes", [mib(r.import_rss_kib) for r in results]),
         ("load average (1 min) at the end", [f"{r.load_after:.1f}" for r in results]),

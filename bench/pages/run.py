@@ -32,6 +32,7 @@ import platform
 import random
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -55,7 +56,6 @@ SERVER = "postgres://postgres@127.0.0.1:5432"
 # A Redis database of the benchmark's own: it is emptied before every cold pass.
 REDIS_URL = "redis://127.0.0.1:6379/3"
 DATABASE_PREFIX = "kernelindex_pages_bench"
-FIRST_PORT = 8765
 LUA = Path(__file__).resolve().parent / "urls.lua"
 PER_PAGE = 50  # the app's RUNS_PER_PAGE default
 
@@ -93,6 +93,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1, help="for the data, the URL choice and wrk's draws")
     parser.add_argument("--server", default=SERVER, help="PostgreSQL server URL, without a database name")
     parser.add_argument("--redis", default=REDIS_URL, help="the Redis database the app caches in (it is emptied)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="the first size's port, the next sizes' the ports after it (default: free ports); a port "
+        "something else already listens on is refused, so that nothing but this benchmark's server is measured",
+    )
     parser.add_argument("--rebuild", action="store_true", help="drop and re-import each size's database")
     parser.add_argument(
         "--proxy",
@@ -116,10 +123,9 @@ def main() -> None:
         targets[size] = {"floor": ["/healthz"], **choose_paths(url, size, options)}
         for target, chosen in targets[size].items():
             print(f"  {size:,} runs, {target}: {len(chosen):,} URLs")
+    ports = choose_ports(options)
     with ExitStack() as servers:
-        ports = {}
-        for number, size in enumerate(options.sizes):
-            ports[size] = FIRST_PORT + number
+        for size in options.sizes:
             servers.enter_context(serving(ports[size], database_url(size, options), options))
         results = measure(ports, targets, options)
     text = f"{describe_machine(options)}\n\n{report(results)}"
@@ -195,6 +201,32 @@ def choose_paths(url: str, size: int, options: argparse.Namespace) -> dict[str, 
 
 
 # -- the server ----------------------------------------------------------------------
+
+
+def choose_ports(options: argparse.Namespace) -> dict[int, int]:
+    """A port per size: from --port on, each refused if taken, else free ones the system hands out."""
+    if options.port is None:
+        return {size: free_port() for size in options.sizes}
+    ports = {size: options.port + number for number, size in enumerate(options.sizes)}
+    for port in ports.values():
+        if port_taken(port):
+            sys.exit(f"port {port} is taken: something else listens there, and would be measured instead")
+    return ports
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def port_taken(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
 
 
 def app_env(database_url: str, options: argparse.Namespace) -> dict[str, str]:

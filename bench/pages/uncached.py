@@ -1,0 +1,145 @@
+"""Uncached page times, in process: each page rendered by Django's own handler, no cache, no network.
+
+    DATABASE_URL=postgres://.../kernelindex_pages_bench_1000000 python bench/pages/uncached.py
+    python bench/pages/uncached.py --database kernelindex_pages_bench_1000000 --explain
+
+For the pages issue #16 names: search for a definition name, an implementation
+name, a full run id, an id prefix, a word not present and a single letter; the
+home page; a deep page of the largest leaderboard; the largest definition's
+page; cold run pages (drawn at random). Each URL is requested `--repeat` times
+(the page cache off: PAGE_CACHE_SECONDS=0) and the median is reported, with the
+machine's load average beside it. `--explain` prints PostgreSQL's plan of every
+query of the search pages (EXPLAIN ANALYZE), to show which indexes they use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = "postgres://postgres@127.0.0.1:5432"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database", default="kernelindex_pages_bench_1000000", help="the database to read")
+    parser.add_argument("--server", default=SERVER, help="PostgreSQL server URL, without a database name")
+    parser.add_argument("--repeat", type=int, default=21, help="requests per URL (the median is reported)")
+    parser.add_argument("--runs", type=int, default=200, help="cold run pages, each requested once")
+    parser.add_argument("--explain", action="store_true", help="print the plans of the search pages' queries")
+    parser.add_argument("--only", default="", help="measure only the URLs whose name contains this")
+    options = parser.parse_args()
+    os.environ["DATABASE_URL"] = urlunsplit(urlsplit(options.server)._replace(path=f"/{options.database}"))
+    os.environ.update(
+        {"PAGE_CACHE_SECONDS": "0", "DEBUG": "false", "SECRET_KEY": "bench", "ALLOWED_HOSTS": "testserver"}
+    )
+    os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kernelindex.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.test import Client
+
+    call_command("collectstatic", interactive=False, verbosity=0)  # DEBUG off: pages name hashed static files
+
+    client = Client()
+    targets = [(name, url) for name, url in named_urls() if options.only in name]
+    print(f"{options.database}: {runs_stored():,} runs; load average at start {load()}")
+    for name, url in targets:
+        times = [timed(client, url) for _ in range(options.repeat)]
+        print(f"  {name:<32} p50 {statistics.median(times):7.1f} ms  (min {min(times):6.1f})  load {load()}  {url}")
+    cold = [timed(client, url) for url in random_run_urls(options.runs)]
+    print(f"  {'run page, cold (each once)':<32} p50 {statistics.median(cold):7.1f} ms  load {load()}")
+    if options.explain:
+        for name, url in targets:
+            if url.startswith("/?q="):
+                explain(client, name, url)
+
+
+def named_urls() -> list[tuple[str, str]]:
+    from runs.models import ComparisonGroup, Definition, Run
+    from runs.selectors import leaderboard
+
+    largest = ComparisonGroup.objects.order_by("-run_count").select_related("definition").first()
+    assert largest is not None
+    assert largest.definition is not None
+    run = Run.objects.filter(group=largest).order_by("run_id").first()
+    assert run is not None
+    # A deep page: follow the cursors 40 pages in (2,000 runs down).
+    after = None
+    for _ in range(40):
+        after = leaderboard(largest, False, after, 50).next_cursor
+    definition = Definition.objects.get(pk=largest.definition_id)
+    return [
+        ("search: definition name", f"/?q={definition.name}"),
+        ("search: implementation name", f"/?q={run.implementation_name.replace(' ', '+')}"),
+        ("search: full run id", f"/?q={run.run_id}"),
+        ("search: id prefix", f"/?q={run.run_id[:5]}"),
+        ("search: a word not present", "/?q=zebrafish"),
+        ("search: a single letter", "/?q=a"),
+        ("home, page 1", "/"),
+        (f"leaderboard page 41 ({largest.run_count:,} runs)", f"{largest.get_absolute_url()}?after={after}"),
+        ("leaderboard page 1", largest.get_absolute_url()),
+        ("largest definition's page", definition.get_absolute_url()),
+    ]
+
+
+def random_run_urls(count: int) -> list[str]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT run_id FROM runs_run ORDER BY md5(run_id || 'cold') LIMIT %s", [count])
+        return [f"/runs/{row[0]}" for row in cursor.fetchall()]
+
+
+def runs_stored() -> int:
+    from django.db.models import Sum
+
+    from runs.models import ComparisonGroup
+
+    return ComparisonGroup.objects.aggregate(total=Sum("run_count"))["total"] or 0
+
+
+def timed(client: object, url: str) -> float:
+    started = time.perf_counter()
+    response = client.get(url)  # type: ignore[attr-defined]
+    elapsed = (time.perf_counter() - started) * 1000
+    if response.status_code not in (200, 410):
+        sys.exit(f"GET {url}: {response.status_code}")
+    return elapsed
+
+
+def explain(client: object, name: str, url: str) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        client.get(url)  # type: ignore[attr-defined]
+    print(f"\n== {name}: {url}")
+    with connection.cursor() as cursor:
+        for query in captured.captured_queries:
+            sql = query["sql"]
+            if "runs_run" not in sql or sql.lstrip().startswith(("SAVEPOINT", "RELEASE")):
+                continue
+            cursor.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) " + sql)
+            plan = [row[0] for row in cursor.fetchall()]
+            print("  " + sql[:160] + ("…" if len(sql) > 160 else ""))
+            for line in plan:
+                if "Scan" in line or "Execution Time" in line or "Index Cond" in line:
+                    print("      " + line.strip())
+
+
+def load() -> str:
+    return " ".join(f"{value:.1f}" for value in os.getloadavg())
+
+
+if __name__ == "__main__":
+    main()
