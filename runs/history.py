@@ -100,3 +100,35 @@ def tombstone_json(run: Run) -> dict[str, Any]:
 
 def _iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
+
+
+def history_json(context: dict[str, Any]) -> dict[str, Any]:
+    """The history page's `.json` twin, from the same context; who withdrew or restored is not in it."""
+    run: Run = context["run"]
+    return {
+        "runId": run.run_id,
+        "versions": [
+            {
+                "digest": row.version.digest,
+                "importedAt": _iso(row.version.imported_at),
+                "current": row.is_current,
+                "changed": row.changed,
+            }
+            for row in context["versions"]
+        ],
+        "evidenceChanges": [
+            {
+                "at": _iso(change.changed_at),
+                "from": change.previous,
+                "to": change.evidence,
+                "rerun": change.rerun_id,
+                "rerunRun": change.rerun.result_run.run_id if change.rerun.result_run else None,
+                "rule": change.rule_label,
+            }
+            for change in context["evidence_changes"]
+        ],
+        "statusChanges": [
+            {"at": _iso(change.at), "action": change.action, "reason": change.reason}
+            for change in context["status_changes"]
+        ],
+    }

@@ -158,6 +158,12 @@ def run_history(request: HttpRequest, run_id: str) -> HttpResponse:
 
 
 @require_safe
+@cached_page(scopes=lambda run_id: [run_scope(run_id)])
+def run_history_json(request: HttpRequest, run_id: str) -> JsonResponse:
+    return JsonResponse(history.history_json(history.history_page(get_run_or_404(run_id))))
+
+
+@require_safe
 def dump_list(request: HttpRequest) -> HttpResponse:
     """The daily dumps with their files' checksums, read from DUMPS_DIR: no query, so not cached."""
     return render(request, "runs/dumps.html", {"dumps": dumps.list_dumps()})

@@ -35,6 +35,9 @@ def test_every_version_is_listed_with_what_changed(client: Client, import_runs: 
     assert text.index(first.digest[:23]) < text.index(second.digest[:23])
     assert "first version" in text
     assert "spec.timing" in text  # the latency moved, and the history names where
+    versions = client.get(f"/runs/{run.run_id}/history.json").json()["versions"]
+    assert [(v["digest"], v["current"]) for v in versions] == [(first.digest, False), (second.digest, True)]
+    assert "spec.timing" in versions[1]["changed"]
     assert "current" in text.split(second.digest[:23], 1)[1][:40]
 
 
@@ -55,6 +58,12 @@ def test_withdrawals_and_restores_are_listed_without_who(
     assert "Withdrawn: Submitted twice." in text
     assert "Restored" in text
     assert admin_user.username not in text
+    twin = client.get(f"/runs/{run.run_id}/history.json")
+    assert [(c["action"], c["reason"]) for c in twin.json()["statusChanges"]] == [
+        ("withdrawn", "Submitted twice."),
+        ("restored", ""),
+    ]
+    assert admin_user.username not in twin.content.decode()
 
 
 def test_saving_an_unchanged_withdrawal_adds_no_line(run: Run) -> None:
