@@ -21,11 +21,11 @@ from django.views.decorators.http import require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from attestations.forms import NoteForm, ReportForm, filled_honeypot
-from attestations.ratelimit import client_key, seconds_until_allowed, take
 from attestations.services import submit_attestation, submit_issue_report
 from runs.models import Run
 from runs.selectors import get_run_or_404
 from web.http import HtmxHttpRequest
+from web.ratelimit import client_key, seconds_until_allowed, take
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.core.exceptions import ValidationError
 
-from attestations import ratelimit
+from web import ratelimit
 
 
 class ThrottledAdminLoginForm(AdminAuthenticationForm):

@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse
 
 from web.admin_requests import failed_lookups, list_admin, malformed_list_request
 from web.http import bad_request
+from web.ratelimit import UnknownClientError
 
 # The charsets a form may declare, by their codec names: UTF-8 under any of its names (`UTF8`, `utf_8`, `U8`,
 # `cp65001`), and ASCII (`us-ascii`, ...), every text in which is the same text in UTF-8. Browsers declare none
@@ -54,6 +55,9 @@ class RejectMalformedRequestsMiddleware:
         return None
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, UnknownClientError):
+            # A rate-limited form, or the admin's sign-in, from a client whose address the proxies did not give.
+            return bad_request(request, str(exception))
         problem = failed_lookups(request, exception)
         return bad_request(request, problem) if problem else None
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from django.test import Client, RequestFactory
 
-from attestations import ratelimit
 from attestations.models import Attestation, IssueReport
 from runs.models import Run
 from tests.attestations.form_data import note_data, report_data
 from tests.pages import HTMX, visible_text
+from web import ratelimit
 
 TOO_MANY = "Too many submissions from your network; please try again in"
 

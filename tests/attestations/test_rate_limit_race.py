@@ -17,10 +17,10 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
-from attestations import ratelimit
 from attestations.models import Attestation
 from runs.models import Run
 from tests.attestations.form_data import note_data
+from web import ratelimit
 
 RACERS = 20
 

@@ -27,11 +27,11 @@ from urllib.parse import urlencode
 import pytest
 from django.db import connection
 
-from attestations import ratelimit
 from runs.models import Run
 from tests.attestations.form_data import note_data
 from tests.conftest import ImportRuns
 from tests.pages import HTMX
+from web import ratelimit
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 START_TIMEOUT = 180.0
@@ -101,7 +101,9 @@ def alive(pid: int) -> bool:
 
 
 @pytest.fixture
-def site(tmp_path: Path, import_runs: ImportRuns, sample: Path) -> Iterator[Site]:
+def site(request: pytest.FixtureRequest, tmp_path: Path, import_runs: ImportRuns, sample: Path) -> Iterator[Site]:
+    """`make serve` behind a TLS proxy (two trusted hops), or with nginx at the edge (`indirect` param 1)."""
+    hops = getattr(request, "param", 2)
     if connection.vendor != "postgresql":
         pytest.skip("the server runs in processes of its own: it needs the test database on PostgreSQL")
     if not shutil.which("nginx") and not Path("/usr/sbin/nginx").exists():
@@ -117,7 +119,7 @@ def site(tmp_path: Path, import_runs: ImportRuns, sample: Path) -> Iterator[Site
         "STATIC_ROOT": str(tmp_path / "static"),
         "CACHE_KEY_PREFIX": f"test-serve-{secrets.token_hex(8)}",
         # A TLS-terminating proxy in front of make serve's nginx: two hops.
-        "TRUSTED_PROXY_HOPS": "2",
+        "TRUSTED_PROXY_HOPS": str(hops),
         "SECURE_SSL_REDIRECT": "false",
     }
     command = ["make", "serve", f"PORT={port}", f"VENV={sys.prefix}"]
@@ -179,7 +181,12 @@ def through_tls_proxy(visitor: str, cookie: str = "") -> dict[str, str]:
 
 def open_note_form(site: Site, run: Run, visitor: str) -> tuple[str, str]:
     """The visitor's CSRF cookie and the token of the note form, as htmx fetches it."""
-    form = site.request("GET", f"/runs/{run.run_id}/notes", through_tls_proxy(visitor) | HTMX)
+    return open_form(site, f"/runs/{run.run_id}/notes", through_tls_proxy(visitor) | HTMX)
+
+
+def open_form(site: Site, path: str, headers: dict[str, str]) -> tuple[str, str]:
+    """The CSRF cookie a form's page sets and the token in the form."""
+    form = site.request("GET", path, headers)
     assert form.status == 200
     cookie = re.search(r"csrftoken=([^;]+)", form.headers.get("Set-Cookie", ""))
     token = TOKEN.search(form.body.decode())
@@ -248,3 +255,56 @@ def test_two_visitors_behind_the_proxies_have_their_own_allowance(site: Site) ->
     assert post_note(site, run, "198.51.100.7", htmx=False).status == 429
     assert post_note(site, run, "203.0.113.9", htmx=False).status == 302
     assert run.attestations.count() == ratelimit.SUBMISSIONS_PER_WINDOW + 1
+
+
+def test_static_files_are_never_sniffed(site: Site) -> None:
+    page = site.request("GET", "/").body.decode()
+    hashed = re.search(r'href="(/static/css/site\.[0-9a-f]{12}\.css)"', page)
+    assert hashed is not None, "the page links its style sheet by its hashed name"
+    for path in ("/static/css/site.css", hashed.group(1)):
+        answer = site.request("GET", path)
+        assert answer.status == 200, path
+        assert answer.headers["X-Content-Type-Options"] == "nosniff", path
+
+
+def post_note_as_sent(site: Site, run: Run, forwarded_for: str | None, htmx: bool = False) -> Response:
+    """A note posted straight to nginx with this X-Forwarded-For (a client bypassing the proxy, or at the edge)."""
+    sent = {"X-Forwarded-For": forwarded_for} if forwarded_for is not None else {}
+    cookie, token = open_form(site, f"/runs/{run.run_id}/notes", sent | HTMX)
+    headers = sent | {
+        "Cookie": f"csrftoken={cookie}",
+        "Content-Type": "application/x-www-form-urlencoded",
+        "Origin": f"http://127.0.0.1:{site.port}",
+    }
+    body = urlencode(note_data() | {"csrfmiddlewaretoken": token})
+    return site.request("POST", f"/runs/{run.run_id}/notes", headers | (HTMX if htmx else {}), body)
+
+
+MALFORMED_FORWARDED_FOR = [",,", "", "198.51.100.7, ", "not-an-address"]
+
+
+def test_behind_the_proxies_a_malformed_header_gets_no_allowance(site: Site) -> None:
+    """Two trusted hops: the entry the TLS proxy writes is what counts; where it is junk, nobody is counted."""
+    run = Run.objects.order_by("run_id").first()
+    assert run is not None
+    for forwarded_for in MALFORMED_FORWARDED_FOR:
+        assert post_note_as_sent(site, run, forwarded_for).status == 400, forwarded_for
+    assert run.attestations.count() == 0
+    # The admin's sign-in throttle is not handed a count of its own either.
+    cookie, token = open_form(site, "/admin/login/", {"X-Forwarded-For": ",,"})
+    headers = {"X-Forwarded-For": ",,", "Cookie": f"csrftoken={cookie}"}
+    headers |= {"Content-Type": "application/x-www-form-urlencoded", "Origin": f"http://127.0.0.1:{site.port}"}
+    body = urlencode({"username": "mod", "password": "guess", "csrfmiddlewaretoken": token})
+    assert site.request("POST", "/admin/login/", headers, body).status == 400
+
+
+@pytest.mark.parametrize("site", [1], indirect=True)
+def test_at_the_edge_junk_in_the_header_counts_against_the_sender(site: Site) -> None:
+    """nginx alone in front (one hop): it appends the address it saw, so junk to its left changes nothing."""
+    run = Run.objects.order_by("run_id").first()
+    assert run is not None
+    for _ in range(ratelimit.SUBMISSIONS_PER_WINDOW):
+        assert post_note_as_sent(site, run, None, htmx=True).status == 200
+    for forwarded_for in MALFORMED_FORWARDED_FOR:
+        assert post_note_as_sent(site, run, forwarded_for).status == 429, forwarded_for
+    assert run.attestations.count() == ratelimit.SUBMISSIONS_PER_WINDOW

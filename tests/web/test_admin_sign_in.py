@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from attestations import ratelimit
 from tests.pages import visible_text
+from web import ratelimit
 
 LOGIN = "/admin/login/"
 WRONG = "Please enter the correct username and password"

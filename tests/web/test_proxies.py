@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -12,12 +13,12 @@ from typing import Any
 import pytest
 from django.test import Client, RequestFactory
 
-from attestations import ratelimit
 from attestations.models import Attestation
 from runs.models import Run
 from tests.attestations.form_data import note_data
 from tests.conftest import ImportRuns
 from tests.pages import HTMX
+from web import ratelimit
 from web.proxies import client_address
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -39,15 +40,21 @@ def run(import_runs: ImportRuns, sample: Path) -> Run:
         (1, "6.6.6.6, 198.51.100.7", "198.51.100.7"),  # the client wrote the left entry itself
         (2, "6.6.6.6, 198.51.100.7, 10.0.0.2", "198.51.100.7"),
         (2, "2001:db8::1 , 10.0.0.2", "2001:db8::1"),
-        (2, "198.51.100.7", "10.0.0.1"),  # fewer entries than proxies: unreadable
-        (1, "", "10.0.0.1"),
-        (1, "not-an-address", "10.0.0.1"),
-        (1, "198.51.100.7:4711", "10.0.0.1"),
-        (2, "198.51.100.7,,10.0.0.2", "10.0.0.1"),
+        (1, "", "10.0.0.1"),  # it passed no proxy: the socket's peer is the client
+        (1, ",, 198.51.100.7", "198.51.100.7"),  # the client's own junk, left of the proxy's entry, changes nothing
+        (1, ", 198.51.100.7", "198.51.100.7"),
+        # What the trusted proxies wrote cannot be read: nobody can say who the client is. Not the socket's
+        # address either: that is the proxy's (or, over a unix socket, empty), shared by all who send junk.
+        (2, "198.51.100.7", None),  # fewer entries than proxies
+        (1, ",,", None),
+        (1, "198.51.100.7, ", None),
+        (1, "not-an-address", None),
+        (1, "198.51.100.7:4711", None),
+        (2, "198.51.100.7,,10.0.0.2", None),
     ],
 )
 def test_the_client_address_is_read_as_far_as_the_trusted_proxies_go(
-    rf: RequestFactory, settings: Any, hops: int, forwarded_for: str, expected: str
+    rf: RequestFactory, settings: Any, hops: int, forwarded_for: str, expected: str | None
 ) -> None:
     settings.TRUSTED_PROXY_HOPS = hops
     request = rf.get("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR=forwarded_for)
@@ -67,6 +74,30 @@ def test_two_visitors_behind_one_proxy_have_their_own_allowance(client: Client, 
     other = client.post(f"/runs/{run.run_id}/notes", note_data(), HTTP_X_FORWARDED_FOR="203.0.113.9", **proxy)
     assert other.status_code == 302
     assert Attestation.objects.count() == ratelimit.SUBMISSIONS_PER_WINDOW + 1
+
+
+@pytest.mark.parametrize("forwarded_for", [",,", "", " ", "198.51.100.7, ", "not-an-address"])
+def test_a_malformed_header_never_gets_an_allowance_of_its_own(
+    client: Client, run: Run, settings: Any, forwarded_for: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Behind nginx on a unix socket, where the socket's address is empty, as `make serve` runs."""
+    settings.TRUSTED_PROXY_HOPS = 2
+    behind_nginx = {"REMOTE_ADDR": "", "HTTP_X_FORWARDED_FOR": f"{forwarded_for}, 127.0.0.1".lstrip(", ")}
+    caplog.set_level(logging.INFO)
+    for _ in range(ratelimit.SUBMISSIONS_PER_WINDOW + 1):
+        response = client.post(f"/runs/{run.run_id}/notes", note_data(), headers=HTMX, **behind_nginx)
+        assert response.status_code == 400
+    assert Attestation.objects.count() == 0
+    assert {record.getMessage() for record in caplog.records} == {
+        f"Bad Request (client address unreadable): /runs/{run.run_id}/notes"
+    }
+
+
+def test_a_malformed_header_never_gets_sign_in_attempts_of_its_own(client: Client, settings: Any) -> None:
+    settings.TRUSTED_PROXY_HOPS = 2
+    behind_nginx = {"REMOTE_ADDR": "", "HTTP_X_FORWARDED_FOR": ",, , 127.0.0.1"}
+    response = client.post("/admin/login/", {"username": "mod", "password": "guess"}, **behind_nginx)
+    assert response.status_code == 400
 
 
 def production_settings(**env: str) -> dict[str, Any]:

@@ -9,7 +9,9 @@ of the next; for a brake with moderation behind it that is fine, and it needs no
 lock and no list of timestamps.
 
 The client is known only by a keyed hash of its address (its /64 for IPv6), so
-no address is ever stored.
+no address is ever stored. A request whose address cannot be read (web/proxies.py)
+gets no counter at all: UnknownClientError, which web/middleware.py answers with a
+400, so a malformed X-Forwarded-For can never buy a fresh allowance.
 """
 
 from __future__ import annotations
@@ -35,29 +37,33 @@ def _now() -> float:
     return time.time()
 
 
-def _client_network(address: str) -> str:
-    """The address, or for IPv6 its /64: one subscriber usually holds a whole /64 and could rotate through it."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address
+class UnknownClientError(Exception):
+    """The request does not say readably who sent it, so no allowance can be counted for it."""
+
+
+def _client_network(request: HttpRequest) -> str:
+    """The client's address, or for IPv6 its /64: one subscriber usually holds a whole /64 and could rotate
+    through it."""
+    address = client_address(request)
+    if address is None:
+        raise UnknownClientError("client address unreadable")
+    ip = ipaddress.ip_address(address)
     if ip.version == 6:
         return str(ipaddress.ip_network(f"{ip}/64", strict=False))
     return str(ip)
 
 
 def _hashed(*parts: str) -> str:
-    return salted_hmac("attestations.ratelimit", "\n".join(parts)).hexdigest()[:32]
+    return salted_hmac("web.ratelimit", "\n".join(parts)).hexdigest()[:32]
 
 
 def client_key(request: HttpRequest, form_name: str) -> str:
-    return f"attestations:ratelimit:{form_name}:{_hashed(_client_network(client_address(request)))}"
+    return f"ratelimit:{form_name}:{_hashed(_client_network(request))}"
 
 
 def sign_in_key(request: HttpRequest, username: str) -> str:
     """Per client and username: a guesser is slowed down, the account's owner elsewhere is not."""
-    client = _client_network(client_address(request))
-    return f"admin:sign-in:{_hashed(client, username.casefold())}"
+    return f"admin:sign-in:{_hashed(_client_network(request), username.casefold())}"
 
 
 def _window(key: str, seconds: int) -> tuple[str, int]:
