@@ -37,8 +37,11 @@ def disputed(import_runs: ImportRuns) -> Run:
     return run
 
 
-def open_at(browser: Browser, width: int, url: str) -> Page:
+def open_at(browser: Browser, width: int, url: str, failed: list[str] | None = None) -> Page:
+    """The page at that width; every request it makes that fails (a missing icon, say) goes into `failed`."""
     page = browser.new_context(viewport={"width": width, "height": 900}).new_page()
+    if failed is not None:
+        page.on("response", lambda response: failed.append(response.url) if response.status >= 400 else None)
     page.goto(url)
     return page
 
@@ -96,7 +99,8 @@ def test_home_shows_each_runs_evidence_hardware_and_date(
     browser: Browser, live_server: Any, disputed: Run, device: str
 ) -> None:
     width = WIDTHS[device]
-    page = open_at(browser, width, f"{live_server.url}/?q={disputed.run_id}")
+    failed: list[str] = []
+    page = open_at(browser, width, f"{live_server.url}/?q={disputed.run_id}", failed)
     row = page.locator("table.runs tbody tr")
     expect(row).to_have_count(1)
     expect(row.locator(".evidence-badge")).to_have_text("Evidence: Not reproduced")
@@ -127,6 +131,7 @@ def test_home_shows_each_runs_evidence_hardware_and_date(
         assert implementation.get_attribute("title") == implementation.inner_text()
         expect(page.locator("table.runs thead")).to_contain_text("Observed")
     shot(page, f"home-{device}")
+    assert failed == []  # the stylesheet, scripts and icon all answer
     page.context.close()
 
 
@@ -159,7 +164,8 @@ def test_compare_qualifies_a_ratio_of_a_not_reproduced_figure(
 def test_the_admins_change_lists_fit_the_page(
     browser: Browser, live_server: Any, disputed: Run, admin_user: Any, path: str
 ) -> None:
-    page = open_at(browser, WIDTHS["desktop"], f"{live_server.url}/admin/login/?next=/admin/{path}")
+    failed: list[str] = []
+    page = open_at(browser, WIDTHS["desktop"], f"{live_server.url}/admin/login/?next=/admin/{path}", failed)
     page.get_by_label("Username").fill(admin_user.username)
     page.get_by_label("Password").fill("password")
     page.get_by_role("button", name="Log in").click()
@@ -170,4 +176,5 @@ def test_the_admins_change_lists_fit_the_page(
     widths = "(e => [e.scrollWidth, e.clientWidth])(document.querySelector('#changelist .results'))"
     scroll_width, client_width = page.evaluate(widths)
     assert scroll_width <= client_width, (scroll_width, client_width)
+    assert failed == []  # its stylesheet and the site's icon answer
     page.context.close()
