@@ -39,6 +39,8 @@ from runs.selectors import (
 from web import ratelimit
 
 RATE_WINDOW_SECONDS = 3600
+# The most runs one page of the list may hold.
+MAX_LIMIT = 500
 
 
 class KernelIndexApi(NinjaAPI):
@@ -187,10 +189,13 @@ def list_runs(
     gpu: Annotated[str | None, param.Query(description="A GPU product as runs name it, e.g. NVIDIA B200.")] = None,
     evidence: Annotated[str | None, param.Query(description=f"One of {', '.join(Run.Evidence.values)}.")] = None,
     after: Annotated[str | None, param.Query(description="The cursor of the page before (from `next`).")] = None,
+    limit: Annotated[
+        int | None, param.Query(ge=1, le=MAX_LIMIT, description="Runs a page (the home page's number when left out).")
+    ] = None,
 ) -> Any:
     """Listed runs as the home page lists them: newest first, or most relevant first for a query (`q`), filtered
     by `source`, `gpu` and `evidence`. A page links the next one (`next`: the same query, `after` its cursor)."""
-    form, page = pages.run_search(request.GET)
+    form, page = pages.run_search(request.GET, size=limit)
     if form.errors:
         errors = "; ".join(f"{name}: {' '.join(map(str, messages))}" for name, messages in form.errors.items())
         return _problem(422, f"invalid filters: {errors}")

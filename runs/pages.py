@@ -70,8 +70,9 @@ def paginate(items: Any, number: str | None, per_page: int | None = None) -> Pag
 # -- home ----------------------------------------------------------------------
 
 
-def run_search(params: QueryDict) -> tuple[RunSearchForm, KeysetPage]:
-    """The home page's search: the form (with its errors) and the page of runs it selects."""
+def run_search(params: QueryDict, size: int | None = None) -> tuple[RunSearchForm, KeysetPage]:
+    """The home page's search: the form (with its errors) and the page of runs it selects (`size` runs: the API
+    takes a limit; pages show RUNS_PER_PAGE)."""
     form = RunSearchForm(params or None)
     if form.is_bound:
         form.is_valid()  # invalid fields are reported and left out; the valid ones still filter
@@ -80,7 +81,7 @@ def run_search(params: QueryDict) -> tuple[RunSearchForm, KeysetPage]:
     runs = form.filter(Run.objects.listed().select_related("definition"))
     query = (form.cleaned_data.get("q") or "").strip()
     parts = search_parts(query) if query else newest_parts()
-    page = read_page(runs, parts, decode(params.get("after")), settings.RUNS_PER_PAGE)
+    page = read_page(runs, parts, decode(params.get("after")), size or settings.RUNS_PER_PAGE)
     if form.is_filtered:
         page.total, page.more = list_size(page, runs, parts)
     else:

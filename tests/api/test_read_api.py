@@ -51,6 +51,16 @@ def test_following_next_reads_every_listed_run_once(client: Client, imported: No
     assert ids[:7] == [run["runId"] for run in client.get("/index.json").json()["runs"]]
 
 
+def test_a_limit_sizes_every_page(client: Client, imported: None) -> None:
+    first = client.get("/api/v1/runs?limit=4").json()
+    assert len(first["runs"]) == 4
+    second = client.get(first["next"]).json()
+    assert len(second["runs"]) == 4
+    assert not {run["runId"] for run in first["runs"]} & {run["runId"] for run in second["runs"]}
+    runs = every_page(client, "/api/v1/runs?limit=9")
+    assert len(runs) == Run.objects.listed().count()
+
+
 def test_the_home_page_filters_apply_and_carry_over_to_the_next_page(
     client: Client, imported: None, settings: Any
 ) -> None:
@@ -67,7 +77,7 @@ def test_the_home_page_filters_apply_and_carry_over_to_the_next_page(
 
 @pytest.mark.parametrize(
     "query",
-    ["evidence=certainly", "source=nowhere", "gpu=Commodore 64"],
+    ["evidence=certainly", "source=nowhere", "gpu=Commodore 64", "limit=0", "limit=100000", "limit=many"],
 )
 def test_bad_list_parameters_get_422(client: Client, imported: None, query: str) -> None:
     response = client.get(f"/api/v1/runs?{query}")
