@@ -29,7 +29,6 @@ import argparse
 import http.client
 import os
 import platform
-import random
 import re
 import shutil
 import socket
@@ -177,7 +176,6 @@ def stored_runs(url: str) -> int | None:
 
 def choose_paths(url: str, size: int, options: argparse.Namespace) -> dict[str, list[str]]:
     """Run pages drawn uniformly from every run; every group's first page plus one deeper page."""
-    rng = random.Random(options.seed)
     with psycopg.connect(url) as db:
         # md5 of the id with a seed: a uniform, repeatable draw without sorting random() values.
         run_ids = [
@@ -187,17 +185,39 @@ def choose_paths(url: str, size: int, options: argparse.Namespace) -> dict[str, 
                 (str(options.seed), options.run_urls),
             )
         ]
-        groups = db.execute(
-            "SELECT g.key, count(r.id) FROM runs_comparisongroup g "
-            "JOIN runs_run r ON r.group_id = g.id AND r.withdrawn_at IS NULL GROUP BY g.key ORDER BY g.key"
-        ).fetchall()
-    group_paths = []
-    for key, count in groups:
-        group_paths.append(f"/groups/{key}")
-        pages = -(-count // PER_PAGE)
-        if pages > 1:
-            group_paths.append(f"/groups/{key}?page={rng.randint(2, pages)}")
-    return {"run": [f"/runs/{run_id}" for run_id in run_ids], "group": group_paths}
+    return {"run": [f"/runs/{run_id}" for run_id in run_ids], "group": group_paths(url, options)}
+
+
+# Leaderboards page by keyset (runs/keyset.py): a deeper page's URL carries the signed cursor of the row
+# before it, which only the app can make, so the app's own code writes them (with the servers' secret key).
+GROUP_PATHS = """
+import random, sys
+from urllib.parse import quote
+from runs.keyset import Cursor, encode
+from runs.models import RANKED, ComparisonGroup, Run
+from runs.selectors import latency_position
+rng = random.Random(int(sys.argv[-2]))
+per_page = int(sys.argv[-1])
+for group in ComparisonGroup.objects.order_by("key"):
+    print(f"/groups/{group.key}")
+    pages = group.ranked_count // per_page  # a page drawn among those of ranked runs
+    if pages > 1:
+        before = (rng.randint(2, pages) - 1) * per_page - 1
+        run = Run.objects.filter(RANKED, group=group).order_by("latency_ns", "run_id")[before]
+        cursor = Cursor("ranked", (run.latency_ns, run.run_id), before + 1, (latency_position(run),))
+        print(f"/groups/{group.key}?after={quote(encode(cursor))}")
+"""
+
+
+def group_paths(url: str, options: argparse.Namespace) -> list[str]:
+    """Every group's first page, and for each group of more than one page of ranked runs a page drawn at random."""
+    command = [sys.executable, "-c", GROUP_PATHS_MAIN, GROUP_PATHS, str(options.seed), str(PER_PAGE)]
+    output = subprocess.run(command, cwd=ROOT, env=app_env(url, options), capture_output=True, text=True, check=True)
+    return output.stdout.split()
+
+
+GROUP_PATHS_MAIN = "import django, os, sys; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'kernelindex.settings'); "
+GROUP_PATHS_MAIN += "sys.path.insert(0, os.getcwd()); django.setup(); exec(sys.argv[1])"
 
 
 # -- the server ----------------------------------------------------------------------

@@ -8,7 +8,9 @@ name, a full run id, an id prefix, a word not present and a single letter; the
 home page; a deep page of the largest leaderboard; the largest definition's
 page; cold run pages (drawn at random). Each URL is requested `--repeat` times
 (the page cache off: PAGE_CACHE_SECONDS=0) and the median is reported, with the
-machine's load average beside it. `--explain` prints PostgreSQL's plan of every
+machine's load average beside it; then as many times again with Django's query
+log on, for the median of the time its queries took (what grows with the data,
+where the rest is rendering). `--explain` prints PostgreSQL's plan of every
 query of the search pages (EXPLAIN ANALYZE), to show which indexes they use.
 """
 
@@ -55,9 +57,18 @@ def main() -> None:
     print(f"{options.database}: {runs_stored():,} runs; load average at start {load()}")
     for name, url in targets:
         times = [timed(client, url) for _ in range(options.repeat)]
-        print(f"  {name:<32} p50 {statistics.median(times):7.1f} ms  (min {min(times):6.1f})  load {load()}  {url}")
-    cold = [timed(client, url) for url in random_run_urls(options.runs)]
-    print(f"  {'run page, cold (each once)':<32} p50 {statistics.median(cold):7.1f} ms  load {load()}")
+        sql = [sql_time(client, url) for _ in range(options.repeat)]
+        print(
+            f"  {name:<34} p50 {statistics.median(times):6.1f} ms (min {min(times):5.1f}), "
+            f"its queries {statistics.median(sql):5.1f} ms  load {load()}  {url[:60]}"
+        )
+    cold_urls = random_run_urls(options.runs)
+    cold = [timed(client, url) for url in cold_urls[: len(cold_urls) // 2]]
+    cold_sql = [sql_time(client, url) for url in cold_urls[len(cold_urls) // 2 :]]
+    print(
+        f"  {'run page, cold (each once)':<34} p50 {statistics.median(cold):6.1f} ms, "
+        f"its queries {statistics.median(cold_sql):5.1f} ms  load {load()}"
+    )
     if options.explain:
         for name, url in targets:
             if url.startswith("/?q="):
@@ -115,6 +126,16 @@ def timed(client: object, url: str) -> float:
     if response.status_code not in (200, 410):
         sys.exit(f"GET {url}: {response.status_code}")
     return elapsed
+
+
+def sql_time(client: object, url: str) -> float:
+    """Milliseconds the page's queries took, as Django's query log times them (the page is rendered too)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        client.get(url)  # type: ignore[attr-defined]
+    return sum(float(query["time"]) for query in captured.captured_queries) * 1000
 
 
 def explain(client: object, name: str, url: str) -> None:
