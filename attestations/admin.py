@@ -22,9 +22,8 @@ from django.utils.safestring import SafeString
 from attestations.models import Attestation, IssueReport
 from attestations.services import moderate_attestations, set_report_status
 from runs.models import Run
-from runs.selectors import run_scope
 from runs.templatetags.kernelindex import latency
-from web.cache import bump_generation_on_commit, retire_pages_on_commit
+from web.scopes import NOTE_MODERATED, REPORT
 
 # Django's classes take no type parameters at run time; django-stubs' do.
 if TYPE_CHECKING:
@@ -100,15 +99,16 @@ class AttestationAdmin(RunLinkMixin, AttestationModelAdmin):
     def save_model(self, request: HttpRequest, obj: Attestation, form: ModelForm[Attestation], change: bool) -> None:
         _record_moderator(obj, form, request, change)
         super().save_model(request, obj, form, change)
-        bump_generation_on_commit()  # an edited or (un)approved note shows differently on its run page
+        NOTE_MODERATED.retire_on_commit(obj.run)
 
     def delete_model(self, request: HttpRequest, obj: Attestation) -> None:
         super().delete_model(request, obj)
-        bump_generation_on_commit()
+        NOTE_MODERATED.retire_on_commit(obj.run)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Attestation]) -> None:
+        runs = list(Run.objects.filter(attestations__in=queryset).distinct().only("run_id"))
         super().delete_queryset(request, queryset)
-        bump_generation_on_commit()
+        NOTE_MODERATED.retire_on_commit(*runs)
 
 
 @admin.register(IssueReport)
@@ -147,4 +147,4 @@ class IssueReportAdmin(RunLinkMixin, IssueReportModelAdmin):
     def save_model(self, request: HttpRequest, obj: IssueReport, form: ModelForm[IssueReport], change: bool) -> None:
         _record_moderator(obj, form, request, change)
         super().save_model(request, obj, form, change)
-        retire_pages_on_commit(run_scope(obj.run.run_id))  # the run page shows the report's status
+        REPORT.retire_on_commit(obj.run)

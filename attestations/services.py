@@ -18,8 +18,7 @@ from attestations.forms import NoteForm, ReportForm
 from attestations.models import Attestation, IssueReport
 from runs.figures import refresh_run_counters
 from runs.models import Run
-from runs.selectors import run_scope
-from web.cache import bump_generation_on_commit, retire_pages_on_commit
+from web.scopes import NOTE_MODERATED, NOTE_SUBMITTED, REPORT
 
 
 def submit_attestation(run: Run, form: NoteForm) -> Attestation:
@@ -28,6 +27,7 @@ def submit_attestation(run: Run, form: NoteForm) -> Attestation:
     attestation.run = run
     attestation.status = Attestation.Status.PENDING
     attestation.save()
+    NOTE_SUBMITTED.retire_on_commit(run)  # declared: it retires nothing, no page shows a pending note
     return attestation
 
 
@@ -36,7 +36,7 @@ def submit_issue_report(run: Run, form: ReportForm) -> IssueReport:
     report.run = run
     report.status = IssueReport.Status.OPEN
     report.save()
-    retire_pages_on_commit(run_scope(run.run_id))  # the run page lists each report's status
+    REPORT.retire_on_commit(run)
     return report
 
 
@@ -47,16 +47,16 @@ def moderate_attestations(attestations: QuerySet[Attestation], status: str, mode
     changed = _decide(attestations, status, moderator, f"Status set to {status} (moderation action).")
     if changed:
         refresh_run_counters(run_ids)  # the run page reads its notes only where the run has some
-        bump_generation_on_commit()  # an approved note appears on its run page, a rejected one disappears
+        NOTE_MODERATED.retire_on_commit(*Run.objects.filter(pk__in=run_ids).only("run_id"))
     return changed
 
 
 @transaction.atomic
 def set_report_status(reports: QuerySet[IssueReport], status: str, moderator: User) -> int:
-    run_ids = set(reports.values_list("run__run_id", flat=True))
+    run_ids = set(reports.values_list("run_id", flat=True))
     changed = _decide(reports, status, moderator, f"Status set to {status} (moderation action).")
     if changed:
-        retire_pages_on_commit(*(run_scope(run_id) for run_id in run_ids))  # their run pages show the status
+        REPORT.retire_on_commit(*Run.objects.filter(pk__in=run_ids).only("run_id"))
     return changed
 
 

@@ -22,14 +22,12 @@ from django.views.decorators.http import require_safe
 from records.sources import SourceInfo
 from runs.models import ComparisonGroup, Definition, RerunRequest, Run, RunQuerySet
 from runs.selectors import (
-    LISTS,
-    definition_scope,
     get_definition_or_404,
     get_group_or_404,
     get_source_or_404,
-    group_scope,
 )
 from runs.templatetags.kernelindex import latency
+from web import scopes
 from web.cache import cached_page
 
 FEED_ENTRIES = 50
@@ -206,10 +204,8 @@ def verdict_words(rerun: RerunRequest) -> str:
 
 # -- the views, each cached under the scope of the page it follows ---------------------
 
-source_feed = require_safe(cached_page(scopes=lambda key: [LISTS])(SourceRunsFeed()))
-definition_feed = require_safe(
-    cached_page(scopes=lambda source, name: [definition_scope(source, name)])(DefinitionRunsFeed())
-)
-group_feed = require_safe(cached_page(scopes=lambda key: [group_scope(key)])(GroupTopFeed()))
+source_feed = require_safe(cached_page(scopes.SOURCE)(SourceRunsFeed()))
+definition_feed = require_safe(cached_page(scopes.DEFINITION)(DefinitionRunsFeed()))
+group_feed = require_safe(cached_page(scopes.GROUP)(GroupTopFeed()))
 # A verdict retires the lists' scope with its run's (runs/reruns.py), so the lists' scope is this feed's.
-rerun_feed = require_safe(cached_page(scopes=lambda: [LISTS])(RerunVerdictsFeed()))
+rerun_feed = require_safe(cached_page(scopes.LISTS_PAGE)(RerunVerdictsFeed()))

@@ -42,7 +42,7 @@ from runs.models import (
     SourceBoard,
     WorkloadCase,
 )
-from web.cache import bump_generation_on_commit
+from web.scopes import IMPORT
 
 BATCH_SIZE = 2000
 # From this size a file is read in a process of its own: starting one costs a fraction of a second,
@@ -124,7 +124,7 @@ def import_unit(unit: ImportUnit, progress: Progress = None, *, in_process: bool
         with reading as items:
             importer.add_all(items)
         importer.finish()
-        bump_generation_on_commit()
+        IMPORT.retire_on_commit()
     refresh_planner_statistics(importer.result.created)
     return importer.result
 

@@ -13,10 +13,10 @@ import json
 from typing import Any
 
 from django.conf import settings
-from django.core.paginator import Page, Paginator
+from django.core.paginator import EmptyPage, Page, PageNotAnInteger, Paginator
 from django.db.models import F, QuerySet, Sum
 from django.db.models.functions import Coalesce
-from django.http import QueryDict
+from django.http import Http404, QueryDict
 from django.urls import reverse
 from django.utils import timezone
 
@@ -63,8 +63,15 @@ from runs.templatetags.kernelindex import latency
 
 
 def paginate(items: Any, number: str | None, per_page: int | None = None) -> Page[Any]:
-    """The requested page; a malformed or out-of-range number gets the nearest real page."""
-    return Paginator(items, per_page or settings.RUNS_PER_PAGE).get_page(number)
+    """The requested page, the first for none or a malformed number; past the last page is a 404, so that no
+    number makes a page of its own (cached pages are keyed on it: web/cache.py's page_number)."""
+    paginator = Paginator(items, per_page or settings.RUNS_PER_PAGE)
+    try:
+        return paginator.page(number or 1)
+    except PageNotAnInteger:
+        return paginator.page(1)
+    except EmptyPage:
+        raise Http404("No such page.") from None
 
 
 # -- home ----------------------------------------------------------------------

@@ -52,8 +52,8 @@ from records.sources.hardware import UnknownHardwareClassError, hardware_class_n
 from runs.figures import RUN_COUNTERS, refresh_group_figures, refresh_run_counters
 from runs.ingest import import_manifest
 from runs.models import Document, EvidenceChange, RerunRequest, RerunWorker, Run
-from runs.selectors import LISTS, document_value, live_hardware_classes, run_hardware_class, run_scopes
-from web.cache import retire_pages, retire_pages_on_commit
+from runs.selectors import document_value, live_hardware_classes, run_hardware_class
+from web.scopes import RERUN_PROGRESS, RERUN_RESULT, RERUN_VERDICT
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ def request_rerun(
             )
             refresh_run_counters([run.pk])
             run.refresh_from_db(fields=RUN_COUNTERS)
-            retire_run_pages_on_commit(run)
+            RERUN_PROGRESS.retire_on_commit(run)
             transaction.on_commit(lambda: send_rerun(request.pk))
     except IntegrityError:
         # Two moderators at once: the constraint kept the second one out.
@@ -195,7 +195,7 @@ def cancel_rerun(request: RerunRequest, user: AbstractBaseUser | AnonymousUser) 
     )
     if cancelled:
         log_rerun(request, f"Cancelled rerun #{request.pk}", user=user if isinstance(user, AbstractBaseUser) else None)
-        retire_run_pages_on_commit(request.run)
+        RERUN_PROGRESS.retire_on_commit(request.run)
     return bool(cancelled)
 
 
@@ -248,7 +248,7 @@ def claim_rerun(request_id: int, worker: str) -> tuple[RerunRequest, int] | None
     if not claimed:
         return None
     request = RerunRequest.objects.select_related("run").get(pk=request_id)
-    retire_run_pages(request.run)
+    RERUN_PROGRESS.retire_now(request.run)
     return request, request.attempts
 
 
@@ -410,8 +410,8 @@ def record_result(
         said = f"Rerun #{request.pk} {request.state}: {request.failure_status or 'every case passed'}"
         log_rerun(request, said + f"; {decided.level.replace('_', ' ') or 'inconclusive'}")
         refresh_evidence(run)
-        retire_run_pages_on_commit(run)
-        retire_pages_on_commit(*run_scopes(result_run))
+        RERUN_VERDICT.retire_on_commit(run)
+        RERUN_RESULT.retire_on_commit(result_run)
 
 
 def judge(request: RerunRequest, run: Run, measured: Any) -> Verdict:
@@ -437,7 +437,7 @@ def retry_later(request: RerunRequest, attempt: int, decided: Verdict, outcome: 
         harness_seconds=outcome.seconds,
     )
     log_rerun(request, f"Rerun #{request.pk}: {said}; it runs again")
-    retire_run_pages_on_commit(request.run)
+    RERUN_PROGRESS.retire_on_commit(request.run)
 
 
 def record_failure(
@@ -454,7 +454,7 @@ def record_failure(
         )
         if failed:
             log_rerun(request, f"Rerun #{request.pk} failed: {status}: {reason}")
-            retire_run_pages_on_commit(request.run)
+            RERUN_PROGRESS.retire_on_commit(request.run)
 
 
 # -- evidence --------------------------------------------------------------------------
@@ -516,7 +516,7 @@ def reevaluate_run(run: Run) -> tuple[int, EvidenceChange | None]:
             changed += 1
         change = refresh_evidence(run)
         if changed or change:
-            retire_run_pages_on_commit(run)
+            RERUN_VERDICT.retire_on_commit(run)
     return changed, change
 
 
@@ -613,7 +613,7 @@ def _take_back(request: RerunRequest, stale_before: Any) -> bool:
         state=RerunRequest.State.FAILED, finished_at=timezone.now(), failure_status="WORKER_LOST", failure_reason=reason
     ):
         log_rerun(request, f"Rerun #{request.pk} failed: {reason}")
-        retire_run_pages(request.run)
+        RERUN_PROGRESS.retire_now(request.run)
     return False
 
 
@@ -642,12 +642,3 @@ def log_rerun(request: RerunRequest, message: str, user: AbstractBaseUser | None
     LogEntry.objects.log_actions(
         user_id=actor.pk, queryset=[request.run], action_flag=CHANGE, change_message=message, single_object=True
     )
-
-
-def retire_run_pages(run: Run) -> None:
-    """A rerun shows on its run's page (and twin), its group's and definition's pages and the lists; no others."""
-    retire_pages(*run_scopes(run), LISTS)
-
-
-def retire_run_pages_on_commit(run: Run) -> None:
-    retire_pages_on_commit(*run_scopes(run), LISTS)

@@ -38,8 +38,6 @@ from runs.models import (
 )
 
 EXPORT_CHUNK = 1000
-# The page-cache scope of every page that lists runs (home, sources, compare): see web/cache.py.
-LISTS = "lists"
 CHART_POINTS = 400
 
 
@@ -408,26 +406,3 @@ def group_size(run: Run) -> int:
     # The ranked runs are counted on the group (runs.figures); those ranked after them are few, in an index of
     # their own.
     return run.group.ranked_count + Run.objects.filter(DEMOTED, group_id=run.group_id).count()
-
-
-# -- page-cache scopes ----------------------------------------------------------
-
-
-def run_scope(run_id: str) -> str:
-    return f"run:{run_id}"
-
-
-def group_scope(key: str) -> str:
-    return f"group:{key}"
-
-
-def definition_scope(source: str, name: str) -> str:
-    return f"definition:{source}/{name}"
-
-
-def run_scopes(run: Run) -> list[str]:
-    """The cache scopes a run's page shows: the run, its comparison group, its definition."""
-    scopes = [run_scope(run.run_id), group_scope(run.group.key)]
-    if run.definition is not None:
-        scopes.append(definition_scope(run.definition.source, run.definition.name))
-    return scopes

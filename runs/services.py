@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from runs.figures import refresh_group_figures
 from runs.models import Run, RunStatusChange
-from web.cache import bump_generation_on_commit
+from web.scopes import WITHDRAWAL
 
 Moderator = AbstractBaseUser | AnonymousUser | None
 
@@ -30,7 +30,7 @@ def withdraw_run(run: Run, reason: str, by: Moderator = None) -> None:
     run.source_rank = None
     run.save(update_fields=["withdrawn_at", "withdrawn_reason", "source_rank", "updated_at"])
     refresh_group_figures([run.group_id])
-    bump_generation_on_commit()
+    WITHDRAWAL.retire_on_commit(run)
 
 
 @transaction.atomic
@@ -45,7 +45,7 @@ def restore_run(run: Run, by: Moderator = None) -> None:
     if run.definition_id:
         refresh_source_ranks({run.definition_id})
     refresh_group_figures([run.group_id])
-    bump_generation_on_commit()
+    WITHDRAWAL.retire_on_commit(run)
 
 
 def record_status_change(run: Run, action: str, reason: str, by: Moderator) -> RunStatusChange:

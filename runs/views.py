@@ -18,28 +18,26 @@ from django.views.decorators.vary import vary_on_headers
 
 from runs import badges, dumps, history, pages, serializers
 from runs.forms import CompareForm, RerunForm
+from runs.keyset import normal_cursor
 from runs.reruns import RerunRefusedError, may_request_rerun, queued_message, request_rerun
 from runs.selectors import (
-    LISTS,
-    definition_scope,
     get_definition_or_404,
     get_document_or_404,
     get_group_or_404,
     get_run_or_404,
     get_source_or_404,
-    group_scope,
     run_documents,
     run_manifest_text,
-    run_scope,
-    run_scopes,
 )
-from web.cache import add_page_scopes, cached_page
+from web import scopes
+from web.cache import add_page_scopes, cached_page, one_of, page_number, text
 from web.http import HtmxHttpRequest
 
 JSON_CONTENT_TYPE = "application/json"
 SVG_CONTENT_TYPE = "image/svg+xml"
-# The query parameters the home page and index.json read; the page cache keys on these alone (web/cache.py).
-SEARCH_PARAMS = ("q", "source", "gpu", "evidence", "after")
+# The query parameters the home page and index.json read, each in its one spelling; the page cache keys on these
+# alone (web/cache.py).
+SEARCH_PARAMS = {"q": text, "source": text, "gpu": text, "evidence": text, "after": normal_cursor}
 
 
 # -- health check ----------------------------------------------------------------
@@ -65,7 +63,7 @@ def favicon(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 @vary_on_headers("HX-Request")
-@cached_page(params=SEARCH_PARAMS, scopes=lambda: [LISTS])
+@cached_page(scopes.LISTS_PAGE, params=SEARCH_PARAMS)
 def home(request: HtmxHttpRequest) -> HttpResponse:
     form, page = pages.run_search(request.GET)
     status = 400 if form.errors else 200
@@ -74,7 +72,7 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @require_safe
-@cached_page(params=SEARCH_PARAMS, scopes=lambda: [LISTS])
+@cached_page(scopes.LISTS_PAGE, params=SEARCH_PARAMS)
 def home_json(request: HttpRequest) -> JsonResponse:
     form, page = pages.run_search(request.GET)
     return JsonResponse(serializers.search_json(request, form, page), status=400 if form.errors else 200)
@@ -84,11 +82,11 @@ def home_json(request: HttpRequest) -> JsonResponse:
 
 
 @require_safe
-@cached_page(scopes=lambda run_id: [run_scope(run_id)])
+@cached_page(scopes.RUN)
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
     # The page shows the run's rank and its group's #1.
-    add_page_scopes(request, *run_scopes(run))
+    add_page_scopes(request, *scopes.run_page_scopes(run))
     context = pages.run_page(run, run_documents(run), may_request_rerun=may_request_rerun(request.user))
     # A withdrawn run is gone from every ranking: 410, with the whole record below its tombstone notice.
     return TemplateResponse(request, "runs/run_detail.html", context, status=410 if run.withdrawn_at else 200)
@@ -125,7 +123,7 @@ def request_rerun_view(request: HttpRequest, run_id: str) -> HttpResponse:
 
 
 @require_safe
-@cached_page(scopes=lambda run_id: [run_scope(run_id)])
+@cached_page(scopes.RUN)
 def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
     """The run's canonical manifest, each document byte for byte the form its digest is computed on,
     with the run's evidence level and reruns beside them (records.manifest.INDEX_MEMBERS)."""
@@ -142,7 +140,7 @@ def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
 
 
 @require_safe
-@cached_page(scopes=lambda run_id: [run_scope(run_id)])
+@cached_page(scopes.RUN)
 def run_badge(request: HttpRequest, run_id: str) -> HttpResponse:
     """The run's evidence badge for READMEs and papers; a withdrawn run's says so, with a 410."""
     run = get_run_or_404(run_id)
@@ -151,14 +149,14 @@ def run_badge(request: HttpRequest, run_id: str) -> HttpResponse:
 
 
 @require_safe
-@cached_page(scopes=lambda run_id: [run_scope(run_id)])
+@cached_page(scopes.RUN)
 def run_history(request: HttpRequest, run_id: str) -> HttpResponse:
     """Every version of the run, every change of its evidence level, every withdrawal and restore."""
     return TemplateResponse(request, "runs/history.html", history.history_page(get_run_or_404(run_id)))
 
 
 @require_safe
-@cached_page(scopes=lambda run_id: [run_scope(run_id)])
+@cached_page(scopes.RUN)
 def run_history_json(request: HttpRequest, run_id: str) -> JsonResponse:
     return JsonResponse(history.history_json(history.history_page(get_run_or_404(run_id))))
 
@@ -176,7 +174,7 @@ def dump_file(request: HttpRequest, name: str, file: str) -> FileResponse:
 
 
 @require_safe
-@cached_page()
+@cached_page(scopes.DOCUMENT)
 def document_json(request: HttpRequest, digest: str) -> HttpResponse:
     """Any stored document, in the exact canonical form its digest covers."""
     return HttpResponse(get_document_or_404(digest).canonical, content_type=JSON_CONTENT_TYPE)
@@ -187,7 +185,7 @@ def document_json(request: HttpRequest, digest: str) -> HttpResponse:
 
 @require_safe
 @vary_on_headers("HX-Request")
-@cached_page(params=("after", "run"), scopes=lambda key: [group_scope(key)])
+@cached_page(scopes.GROUP, params={"after": normal_cursor, "run": text})
 def group_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
     context = pages.group_page(get_group_or_404(key), request.GET.get("after"), request.GET.get("run", ""))
     template = "runs/group_detail.html#leaderboard" if request.htmx else "runs/group_detail.html"
@@ -195,7 +193,7 @@ def group_detail(request: HtmxHttpRequest, key: str) -> HttpResponse:
 
 
 @require_safe
-@cached_page(params=("after", "run"), scopes=lambda key: [group_scope(key)])
+@cached_page(scopes.GROUP, params={"after": normal_cursor, "run": text})
 def group_json(request: HttpRequest, key: str) -> JsonResponse:
     context = pages.group_page(get_group_or_404(key), request.GET.get("after"), request.GET.get("run", ""))
     return JsonResponse(serializers.group_json(request, context))
@@ -205,20 +203,20 @@ def group_json(request: HttpRequest, key: str) -> JsonResponse:
 
 
 @require_safe
-@cached_page(scopes=lambda source, name: [definition_scope(source, name)])
+@cached_page(scopes.DEFINITION)
 def definition_detail(request: HttpRequest, source: str, name: str) -> HttpResponse:
     return render(request, "runs/definition_detail.html", pages.definition_page(get_definition_or_404(source, name)))
 
 
 @require_safe
-@cached_page(scopes=lambda source, name: [definition_scope(source, name)])
+@cached_page(scopes.DEFINITION)
 def definition_json(request: HttpRequest, source: str, name: str) -> JsonResponse:
     context = pages.definition_page(get_definition_or_404(source, name))
     return JsonResponse(serializers.definition_json(context))
 
 
 @require_safe
-@cached_page(params=("after", "definitions_page", "empty"), scopes=lambda key: [LISTS])
+@cached_page(scopes.SOURCE, params={"after": normal_cursor, "definitions_page": page_number, "empty": one_of("shown")})
 def source_detail(request: HttpRequest, key: str) -> HttpResponse:
     """?definitions_page pages the definitions; ?empty=shown lists those without runs too (a link, no script)."""
     context = pages.source_page(
@@ -231,7 +229,7 @@ def source_detail(request: HttpRequest, key: str) -> HttpResponse:
 
 
 @require_safe
-@cached_page(params=("after",), scopes=lambda key: [LISTS])
+@cached_page(scopes.SOURCE, params={"after": normal_cursor})
 def source_json(request: HttpRequest, key: str) -> JsonResponse:
     context = pages.source_page(get_source_or_404(key), request.GET.get("after"))
     return JsonResponse(serializers.source_json(request, context))
@@ -250,13 +248,13 @@ def compare_form(request: HttpRequest) -> HttpResponse:
 
 
 @require_safe
-@cached_page(scopes=lambda a, b: [LISTS, run_scope(a), run_scope(b)])
+@cached_page(scopes.COMPARE)
 def compare(request: HttpRequest, a: str, b: str) -> HttpResponse:
     return render(request, "runs/compare.html", pages.compare_page(get_run_or_404(a), get_run_or_404(b)))
 
 
 @require_safe
-@cached_page(scopes=lambda a, b: [LISTS, run_scope(a), run_scope(b)])
+@cached_page(scopes.COMPARE)
 def compare_json(request: HttpRequest, a: str, b: str) -> JsonResponse:
     context = pages.compare_page(get_run_or_404(a), get_run_or_404(b))
     return JsonResponse(serializers.compare_json(context))

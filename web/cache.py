@@ -8,17 +8,22 @@ is rendered again and overwritten. Generations are read before the page's
 queries run, so a page rendered from data older than a bump carries the
 generation before it, and nobody is served it.
 
-- `bump_generation_on_commit()` retires every page (imports, moderation).
+- `bump_generation_on_commit()` retires every page (imports).
 - `retire_pages_on_commit(*scopes)` retires only the pages that show those
-  scopes: `run:<run id>`, `group:<comparison key>`, `definition:<source>/<name>`
-  and `lists` (home, index.json, source pages, compare pages). A view declares
-  its scopes with `cached_page(scopes=...)` from its URL arguments, and may add
-  ones it learns while rendering with `add_page_scopes` (a run page learns its
-  group from the run).
+  scopes. Which scopes each kind of page shows, and which each kind of write
+  retires, is declared once in web/scopes.py: a view names its kind of page
+  (`cached_page(scopes.RUN)`) and may add scopes it learns while rendering
+  with `add_page_scopes` (a run page learns its group from the run); a writer
+  calls its declared retirement, never these functions.
 
-A page is keyed on its path and only the query parameters its view declares
-(`cached_page(params=...)`); the view is handed only those, so `?junk=N` can
-neither make a new entry nor show on the page.
+A page is keyed on its path and only the query parameters its view declares,
+each with the function that gives its one spelling (`cached_page(kind,
+params={"q": text, "after": normal_cursor})`): `?page=01` is `?page=1`, an
+unreadable value is left out (the view's default), and `?junk=N` is not seen at
+all. The view is handed only those, as spelled there, so no spelling makes an
+entry of its own or shows on the page. The cache holds at most
+PAGE_CACHE_ENTRIES pages, whatever is asked for: a page's key is one of that
+many slots, and a page found in its slot under another address is a miss.
 
 What differs between visitors never enters the cache. A page that used the
 visitor's CSRF token (a POST form) is served but not kept: the public pages
@@ -30,12 +35,13 @@ them alone.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache as memoize
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import django
 from django.conf import settings
@@ -46,6 +52,9 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
+if TYPE_CHECKING:
+    from web.scopes import PageKind
+
 GENERATION_KEY = "pages:generation"
 SCOPE_KEY_PREFIX = "pages:scope:"
 # Where no release id is configured and no git commit is readable: what decides how a page
@@ -54,12 +63,16 @@ PAGE_SOURCES = ("templates", "static", "runs", "attestations", "records", "kerne
 PAGE_SOURCE_SUFFIXES = {".py", ".html", ".css", ".js", ".svg"}
 
 View = TypeVar("View", bound=Callable[..., HttpResponse])
-Scopes = Callable[..., Iterable[str]]
+# A declared parameter's one spelling of a value; empty (or None) leaves the parameter out.
+Normaliser = Callable[[str], str | None]
 Stamp = tuple[int, str, str]  # site generation, date, release
 ScopeStamp = tuple[tuple[str, int], ...]  # (scope, its generation) for each scope the page shows
 # A plain tuple, so an entry written by another release still unpickles (and fails the stamp check):
-# stamp, scope stamp, content, headers.
-CachedPage = tuple[Stamp, ScopeStamp, bytes, dict[str, str]]
+# stamp, scope stamp, content, headers, the page's address (its slot may hold another's).
+CachedPage = tuple[Stamp, ScopeStamp, bytes, dict[str, str], str]
+# How many pages the cache holds at most (settings.PAGE_CACHE_ENTRIES overrides): a leaderboard is ~100 kB,
+# most pages ~25 kB, so about 1 GB at the very most. Past it, pages share slots and evict each other.
+PAGE_CACHE_ENTRIES = 40_000
 SCOPES_ATTRIBUTE = "_page_scopes"
 # Scopes pages learned while rendering (a run page, its group), by page key, remembered by this process so
 # that the next hit fetches them with the page: one round trip instead of two. Only a hint: the scopes
@@ -194,36 +207,79 @@ def source_digest() -> str:
     return digest.hexdigest()[:16]
 
 
+# -- declared parameters -------------------------------------------------------------
+
+
+def text(value: str) -> str:
+    """Free text as a form reads it: without the spaces around it."""
+    return value.strip()
+
+
+def page_number(value: str) -> str | None:
+    """A page number's one spelling (`01` is `1`); page 1, and anything that is not a page number, is the default."""
+    if not re.fullmatch(r"[0-9]{1,9}", value.strip()):
+        return None
+    number = int(value)
+    return str(number) if number > 1 else None
+
+
+def one_of(*values: str) -> Normaliser:
+    """A parameter with a few meaningful values; any other is the default."""
+    return lambda value: value if value in values else None
+
+
+def _normalised(query: QueryDict, params: Mapping[str, Normaliser]) -> QueryDict:
+    """Only the declared parameters, one value each (the last, as QueryDict.get reads it), in their one spelling."""
+    kept = QueryDict(mutable=True)
+    for name, normalise in params.items():
+        if name in query and (value := normalise(str(query[name]))):
+            kept[name] = value
+    kept._mutable = False
+    return kept
+
+
 # -- the decorator -------------------------------------------------------------------
 
 
-def page_key(request: HttpRequest) -> str:
-    """The page's address with only the parameters its view reads (the decorator has filtered request.GET)."""
+def page_address(request: HttpRequest) -> str:
+    """What a page is: htmx fragment or page, host (in lower case: hosts are), path, and the declared parameters
+    (the decorator has normalised request.GET)."""
     variant = "htmx" if getattr(request, "htmx", False) else "page"
-    address = f"{request.scheme}://{request.get_host()}{request.path}?{request.GET.urlencode()}"
-    return f"pages:{variant}:{hashlib.sha256(address.encode()).hexdigest()}"
+    return f"{variant} {request.scheme}://{request.get_host().lower()}{request.path}?{request.GET.urlencode()}"
+
+
+def page_key(request: HttpRequest) -> str:
+    """The cache slot of the page: one of PAGE_CACHE_ENTRIES, so no crawl can make the cache grow past them."""
+    digest = int.from_bytes(hashlib.sha256(page_address(request).encode()).digest()[:8], "big")
+    return f"pages:{digest % page_cache_entries()}"
+
+
+def page_cache_entries() -> int:
+    return int(getattr(settings, "PAGE_CACHE_ENTRIES", PAGE_CACHE_ENTRIES))
 
 
 def current_stamp(generation: int) -> Stamp:
     return generation, timezone.now().date().isoformat(), release_id()
 
 
-def cached_page(*, params: Sequence[str] = (), scopes: Scopes | None = None) -> Callable[[View], View]:
+def cached_page(kind: PageKind, *, params: Mapping[str, Normaliser] | None = None) -> Callable[[View], View]:
     """Serve a public GET view's 200 responses from the cache; see the module's docstring.
 
-    `params`: the query parameters the view reads; it sees no others. `scopes`: called with the view's
-    URL arguments, the scopes the page shows.
+    `kind`: the kind of page (web/scopes.py), which says the scopes it shows from the view's URL arguments.
+    `params`: the query parameters the view reads, each with its normaliser; it sees no others.
     """
+    declared_params = dict(params or {})
 
     def decorate(view: View) -> View:
         @wraps(view)
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            request.GET = _only(request.GET, params)  # type: ignore[assignment]  # immutable, as Django makes it
+            request.GET = _normalised(request.GET, declared_params)  # type: ignore[assignment]  # immutable
             if not settings.PAGE_CACHE_SECONDS or _personal(request):
                 return view(request, *args, **kwargs)
-            declared = list(dict.fromkeys(scopes(**kwargs))) if scopes else []
+            declared = list(dict.fromkeys(kind.scopes(**kwargs)))
             return _served(request, view, args, kwargs, declared)
 
+        wrapper.page_kind = kind  # type: ignore[attr-defined]  # for tests/web/test_scopes.py
         return wrapper  # type: ignore[return-value]
 
     return decorate
@@ -232,14 +288,15 @@ def cached_page(*, params: Sequence[str] = (), scopes: Scopes | None = None) -> 
 def _served(
     request: HttpRequest, view: Callable[..., HttpResponse], args: Any, kwargs: Any, declared: list[str]
 ) -> HttpResponse:
-    key = page_key(request)
+    key, address = page_key(request), page_address(request)
     # One round trip for the site generation, the page and the scopes known from the URL or learned before.
-    fetched = [scope_key(scope) for scope in (*declared, *_learned_scopes.get(key, ()))]
+    fetched = [scope_key(scope) for scope in (*declared, *_learned_scopes.get(address, ()))]
     found = cache.get_many([GENERATION_KEY, key, *fetched])
     stamp = current_stamp(found.get(GENERATION_KEY) or current_generation())
     page: CachedPage | None = found.get(key)
-    if page is not None and page[0] == stamp and _scopes_current(page[1], found, set(fetched)):
-        _learn(key, page[1], declared)
+    if _current(page, stamp, address) and _scopes_current(page[1], found, set(fetched)):  # type: ignore[index]
+        assert page is not None
+        _learn(address, page[1], declared)
         return _response(page)
     setattr(request, SCOPES_ATTRIBUTE, scope_generations(declared, found))
     response = view(request, *args, **kwargs)
@@ -247,10 +304,15 @@ def _served(
         response.render()
     if not _shareable(request, response):
         return response
-    page = (stamp, getattr(request, SCOPES_ATTRIBUTE), response.content, dict(response.headers))
+    page = (stamp, getattr(request, SCOPES_ATTRIBUTE), response.content, dict(response.headers), address)
     cache.set(key, page, timeout=settings.PAGE_CACHE_SECONDS)
-    _learn(key, page[1], declared)
+    _learn(address, page[1], declared)
     return _response(page)
+
+
+def _current(page: CachedPage | None, stamp: Stamp, address: str) -> bool:
+    """The slot holds this page (not another sharing the slot, nor one of another release's shape), as of now."""
+    return isinstance(page, tuple) and len(page) == 5 and page[0] == stamp and page[4] == address
 
 
 def _learn(key: str, stamped: ScopeStamp, declared: list[str]) -> None:
@@ -269,15 +331,6 @@ def _scopes_current(stamped: ScopeStamp, found: dict[str, Any], fetched: set[str
     return all(int(found.get(scope_key(scope)) or 0) == generation for scope, generation in stamped)
 
 
-def _only(query: QueryDict, params: Sequence[str]) -> QueryDict:
-    kept = QueryDict(mutable=True)
-    for name in params:
-        if name in query:
-            kept.setlist(name, query.getlist(name))
-    kept._mutable = False
-    return kept
-
-
 def _personal(request: HttpRequest) -> bool:
     """A request whose page shows something for this visitor alone."""
     return request.user.is_authenticated or len(messages.get_messages(request)) > 0
@@ -290,7 +343,7 @@ def _shareable(request: HttpRequest, response: HttpResponse) -> bool:
 
 
 def _response(page: CachedPage) -> HttpResponse:
-    _, _, content, headers = page
+    _, _, content, headers, _ = page
     response = HttpResponse(content)
     for name, value in headers.items():
         response[name] = value

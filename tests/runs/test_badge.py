@@ -48,12 +48,12 @@ def test_the_colour_follows_the_evidence_level(
 ) -> None:
     _, root = badge(client, run)
     assert EVIDENCE_COLOURS[Run.Evidence.REPORTED] in fills(root)
-    # A rerun's verdict retires the run's pages (runs/reruns.py); the badge is one of them.
-    from runs.reruns import retire_run_pages
+    # A rerun's verdict retires the run's pages (web/scopes.py: RERUN_VERDICT); the badge is one of them.
+    from web.scopes import RERUN_VERDICT
 
     for level in (Run.Evidence.REPRODUCED, Run.Evidence.NOT_REPRODUCED):
         Run.objects.filter(pk=run.pk).update(evidence=level)
-        retire_run_pages(run)
+        RERUN_VERDICT.retire_now(run)
         _, root = badge(client, run)
         assert EVIDENCE_COLOURS[level] in fills(root)
         assert Run.Evidence(level).label in (root.findtext(f"{SVG}title") or "")

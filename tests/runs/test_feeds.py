@@ -12,9 +12,9 @@ from django.test import Client
 from django.utils import timezone
 
 from runs.models import ComparisonGroup, Definition, RerunRequest, Run
-from runs.reruns import retire_run_pages
 from tests.conftest import ImportRuns
 from tests.pages import sol_records, write_jsonl
+from web.scopes import RERUN_VERDICT
 
 ATOM = "application/atom+xml"
 
@@ -93,7 +93,7 @@ def test_a_groups_feed_has_an_entry_each_time_its_number_one_changed(
     # A rerun finds the fastest one not reproduced: it never led, and the feed says so once the verdict is in.
     caught = by_id[str(fastest["id"])]
     Run.objects.filter(pk=caught.pk).update(evidence=Run.Evidence.NOT_REPRODUCED)
-    retire_run_pages(caught)
+    RERUN_VERDICT.retire_now(caught)  # as the verdict's commit does
     assert run_ids_linked(parsed(client, url)) == expected[1:]
 
 

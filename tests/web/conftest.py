@@ -42,6 +42,7 @@ def example_arguments(name: str, pattern: URLPattern, run: Run, user: User) -> d
         "object_id": str(run.pk),
         "id": str(user.pk),
         "rerun_id": str(RerunRequest.objects.values_list("pk", flat=True).first()),
+        "file": "manifest.json",  # of a dump: none is made here, so its address answers 404
     }
     model = _admin_model(name)
     if model is not None and (instance := model.objects.first()) is not None:

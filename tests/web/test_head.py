@@ -24,7 +24,9 @@ def test_every_public_page_answers_head_like_get(every_url: list[str]) -> None:
         if got.status_code == 405:  # a POST-only endpoint (the moderators' rerun button): no GET to mirror
             assert head.status_code == 405, url
             continue
-        assert (got.status_code, head.status_code) == (200, 200), url
+        # The favicon's address sends browsers on to the icon; the walk has no dump for a dump file's address.
+        expected = 301 if url == "/favicon.ico" else 404 if url.startswith("/dumps/") and url.count("/") > 2 else 200
+        assert (got.status_code, head.status_code) == (expected, expected), url
         assert head.content == b"", url
         assert comparable_headers(head) == comparable_headers(got), url
         assert sorted(head.cookies) == sorted(got.cookies), url

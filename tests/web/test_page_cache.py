@@ -31,7 +31,7 @@ from runs.selectors import run_documents, run_manifest_text
 from runs.services import restore_run, withdraw_run
 from tests.conftest import ImportRuns
 from tests.pages import HTMX, queries_for, sol_records, visible_text, write_jsonl
-from web import cache
+from web import cache, scopes
 
 NOTE_THANKS = "Thanks — your note will appear once a moderator approves it."
 TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
@@ -242,7 +242,7 @@ def test_a_form_opened_on_a_cached_page_posts_with_its_token(run: Run) -> None:
 
 
 def test_a_page_that_uses_the_visitors_csrf_token_is_never_kept(rf: RequestFactory, db: None) -> None:
-    @cache.cached_page()
+    @cache.cached_page(scopes.LISTS_PAGE)
     def form_page(request: HttpRequest) -> HttpResponse:
         return HttpResponse(Template("<form>{% csrf_token %}</form>").render(RequestContext(request)))
 
@@ -345,16 +345,20 @@ def test_retiring_a_group_renders_its_leaderboard_and_its_runs_pages_again(
     assert queries_for(client, stranger.get_absolute_url()) == 0
 
 
-def test_retiring_lists_renders_the_lists_again_and_not_run_pages(
+def test_retiring_lists_renders_the_lists_again_and_not_run_or_source_pages(
     client: Client, run: Run, django_capture_on_commit_callbacks: Any
 ) -> None:
     for page in ("/", "/index.json", "/sources/sol-execbench", run.get_absolute_url()):
         page_text(client, page)
     with django_capture_on_commit_callbacks(execute=True):
         cache.retire_pages_on_commit("lists")
-    for page in ("/", "/index.json", "/sources/sol-execbench"):
+    for page in ("/", "/index.json"):
         assert queries_for(client, page) > 0, page
     assert queries_for(client, run.get_absolute_url()) == 0
+    assert queries_for(client, "/sources/sol-execbench") == 0
+    with django_capture_on_commit_callbacks(execute=True):
+        cache.retire_pages_on_commit("source:sol-execbench")
+    assert queries_for(client, "/sources/sol-execbench") > 0
 
 
 def test_a_scope_retired_before_its_transaction_commits_is_still_served(client: Client, run: Run) -> None:
