@@ -7,6 +7,7 @@ KernelIndex-controlled rerun.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -15,6 +16,7 @@ from django.db.models import Q
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
+from runs.figures import count_per_run
 from runs.models import Run
 
 BODY_MAX_LENGTH = 4000
@@ -125,9 +127,13 @@ class IssueReport(models.Model):
 
 
 @receiver([post_save, post_delete], sender=Attestation)
-def count_notes(sender: type[Attestation], instance: Attestation, **kwargs: Any) -> None:
-    """Keep the run's count of approved notes (Run.note_count), by which its page knows whether to read them,
-    through every save and delete; moderation by queryset update recounts in attestations.services."""
-    from runs.figures import refresh_run_counters  # runs.figures reads this module's model
+def count_notes_on_save(sender: type[Attestation], instance: Attestation, **kwargs: Any) -> None:
+    """Through every save and delete; moderation by queryset update recounts in attestations.services."""
+    count_notes([instance.run_id])
 
-    refresh_run_counters([instance.run_id])
+
+def count_notes(run_ids: Iterable[int]) -> None:
+    """Keep the runs' counts of approved notes (Run.note_count), by which a run page knows whether to read them."""
+    ids = sorted(set(run_ids))
+    if ids:
+        Run.objects.filter(pk__in=ids).update(note_count=count_per_run(Attestation.objects.approved()))

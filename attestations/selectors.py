@@ -1,14 +1,10 @@
-"""Reads for the run page's "Replications and notes" section, and a run's moderation history."""
+"""Reads for the run page's "Replications and notes" and "Report an issue" sections."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from django.contrib.admin.models import LogEntry
-from django.contrib.contenttypes.models import ContentType
-from django.db.models import Q, QuerySet
 
 from attestations.models import Attestation, IssueReport
 from runs.models import Run
@@ -56,22 +52,4 @@ def count_attestations(attestations: Sequence[Attestation]) -> AttestationCounts
     outcomes = Counter(a.outcome for a in attestations if a.kind == Attestation.Kind.REPRODUCTION)
     return AttestationCounts(
         reproductions=kinds[Attestation.Kind.REPRODUCTION], notes=kinds[Attestation.Kind.NOTE], outcomes=dict(outcomes)
-    )
-
-
-def moderation_log(run: Run) -> QuerySet[LogEntry]:
-    """The admin's log entries on the run, its attestations and its issue reports, newest first."""
-    types = ContentType.objects.get_for_models(Run, Attestation, IssueReport)
-
-    def entries_on(model: type[Run | Attestation | IssueReport], pks: Sequence[int]) -> Q:
-        return Q(content_type=types[model], object_id__in=[str(pk) for pk in pks])
-
-    return (
-        LogEntry.objects.filter(
-            entries_on(Run, [run.pk])
-            | entries_on(Attestation, list(run.attestations.values_list("pk", flat=True)))
-            | entries_on(IssueReport, list(run.issue_reports.values_list("pk", flat=True)))
-        )
-        .select_related("user", "content_type")
-        .order_by("-action_time", "-id")
     )

@@ -15,8 +15,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from attestations.forms import NoteForm, ReportForm
-from attestations.models import Attestation, IssueReport
-from runs.figures import refresh_run_counters
+from attestations.models import Attestation, IssueReport, count_notes
 from runs.models import Run
 from web.scopes import NOTE_MODERATED, NOTE_SUBMITTED, REPORT
 
@@ -46,7 +45,7 @@ def moderate_attestations(attestations: QuerySet[Attestation], status: str, mode
     run_ids = set(attestations.values_list("run_id", flat=True))
     changed = _decide(attestations, status, moderator, f"Status set to {status} (moderation action).")
     if changed:
-        refresh_run_counters(run_ids)  # the run page reads its notes only where the run has some
+        count_notes(run_ids)  # the run page reads its notes only where the run has some
         NOTE_MODERATED.retire_on_commit(*Run.objects.filter(pk__in=run_ids).only("run_id"))
     return changed
 

@@ -12,12 +12,13 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.contrib.admin.models import LogEntry
+from django.contrib.contenttypes.models import ContentType
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from attestations.selectors import moderation_log
 from records.sources.hardware import CLASSES
 from runs.models import ComparisonGroup, Definition, Document, ImportLog, RerunRequest, RerunWorker, Run, SourceBoard
 from runs.reruns import RerunRefusedError, cancel_rerun, may_request_rerun, queued_message, request_rerun
@@ -26,6 +27,19 @@ from runs.services import restore_run, withdraw_run
 from runs.templatetags.kernelindex import latency as latency_text
 
 MODERATION_HISTORY_ROWS = 200
+
+
+def moderation_log(run: Run) -> QuerySet[LogEntry]:
+    """The admin's log entries on the run and on every row of it the admin edits (its notes and issue reports,
+    which attestations keeps), newest first. The rows are found through the relations that point at Run, so
+    runs need not know the apps that add them."""
+    on = Q(content_type=ContentType.objects.get_for_model(Run), object_id=str(run.pk))
+    for relation in Run._meta.related_objects:
+        model = relation.related_model
+        if relation.one_to_many and isinstance(model, type) and admin.site.is_registered(model):
+            rows = model._default_manager.filter(**{relation.field.name: run}).values_list("pk", flat=True)
+            on |= Q(content_type=ContentType.objects.get_for_model(model), object_id__in=[str(pk) for pk in rows])
+    return LogEntry.objects.filter(on).select_related("user", "content_type").order_by("-action_time", "-id")
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]

@@ -46,19 +46,21 @@ RUN_COUNTERS = ("rerun_count", "evidence_change_count", "note_count")
 
 
 def refresh_run_counters(run_ids: Iterable[int]) -> None:
-    """Recount what the run page lists for these runs: reruns, evidence changes, approved notes."""
-    from attestations.models import Attestation  # attestations depends on runs, not the other way round
+    """Recount what the run page lists for these runs from runs' own rows: reruns and evidence changes.
 
+    Its approved notes (note_count) are attestations' rows, counted there (attestations.models.count_notes):
+    attestations depends on runs, never the other way round.
+    """
     ids = sorted(set(run_ids))
     if not ids:
         return
     Run.objects.filter(pk__in=ids).update(
-        rerun_count=_count_per_run(RerunRequest.objects.all()),
-        evidence_change_count=_count_per_run(EvidenceChange.objects.all()),
-        note_count=_count_per_run(Attestation.objects.approved()),
+        rerun_count=count_per_run(RerunRequest.objects.all()),
+        evidence_change_count=count_per_run(EvidenceChange.objects.all()),
     )
 
 
-def _count_per_run(rows: QuerySet[Any]) -> Coalesce:
+def count_per_run(rows: QuerySet[Any]) -> Coalesce:
+    """How many of `rows` each run has, as an expression for an UPDATE of runs."""
     per_run = rows.filter(run_id=OuterRef("pk")).order_by().values("run_id").annotate(n=Count("pk")).values("n")
     return Coalesce(Subquery(per_run, output_field=IntegerField()), Value(0))

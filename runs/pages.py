@@ -20,7 +20,6 @@ from django.http import Http404, QueryDict
 from django.urls import reverse
 from django.utils import timezone
 
-from attestations.selectors import approved_attestations, public_issue_reports
 from records.rerun import evidence_rule
 from records.sources import SourceInfo
 from runs import display
@@ -144,8 +143,6 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
         "manifest_pretty": json.dumps(json.loads(manifest), indent=2, ensure_ascii=False),
         "citation": citation(run, identity.implementation),
         # The run counts what it has (runs.figures): a run without notes asks for none.
-        "attestations": approved_attestations(run) if run.note_count else [],
-        "issue_reports": public_issue_reports(run),
         **reruns,
     }
 

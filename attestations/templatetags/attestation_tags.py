@@ -1,4 +1,4 @@
-"""Filters for the run page's attestation sections."""
+"""The run page's attestation sections read their rows here: runs' page code never imports attestations."""
 
 from __future__ import annotations
 
@@ -6,10 +6,23 @@ from collections.abc import Sequence
 
 from django import template
 
-from attestations.models import Attestation
-from attestations.selectors import count_attestations
+from attestations.models import Attestation, IssueReport
+from attestations.selectors import approved_attestations, count_attestations, public_issue_reports
+from runs.models import Run
 
 register = template.Library()
+
+
+@register.simple_tag
+def run_notes(run: Run) -> list[Attestation]:
+    """The run's approved notes, newest first; no query for a run that has none (Run.note_count)."""
+    return approved_attestations(run) if run.note_count else []
+
+
+@register.simple_tag
+def run_issue_reports(run: Run) -> list[IssueReport]:
+    """The run's issue reports as the public sees them: kind, date and status."""
+    return public_issue_reports(run)
 
 
 @register.filter
