@@ -11,8 +11,9 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from runs.figures import refresh_group_figures
-from runs.models import ComparisonGroup, Run
+from attestations.models import Attestation
+from runs.figures import refresh_group_figures, refresh_run_counters
+from runs.models import ComparisonGroup, RerunRequest, Run
 from runs.selectors import get_run_or_404, run_rank
 from tests.conftest import ImportRuns
 from tests.pages import sol_records, write_jsonl
@@ -150,3 +151,24 @@ def count_queries(client: Client, url: str) -> int:
     with CaptureQueriesContext(connection) as captured:
         assert client.get(url).status_code == 200, url
     return len(captured)
+
+
+def test_run_page_queries_stay_flat_as_reruns_and_notes_grow(
+    client: Client, import_runs: ImportRuns, tmp_path: Path
+) -> None:
+    import_runs(write_jsonl(tmp_path / "runs.jsonl", sol_records(3)))
+    run = Run.objects.first()
+    assert run is not None
+
+    def add(reruns: int, notes: int) -> None:
+        for _ in range(reruns):
+            RerunRequest.objects.create(run=run, run_digest=run.digest, hardware="nvidia-b200", state="failed")
+        Attestation.objects.bulk_create(
+            Attestation(run=run, kind="note", body=f"note {n}", status="approved") for n in range(notes)
+        )
+        refresh_run_counters([run.pk])  # bulk_create sends no signal: as a writer that bypasses them must
+
+    add(reruns=1, notes=1)
+    small = count_queries(client, run.get_absolute_url())
+    add(reruns=6, notes=30)
+    assert count_queries(client, run.get_absolute_url()) == small
