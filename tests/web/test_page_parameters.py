@@ -59,6 +59,14 @@ def test_every_spelling_of_a_page_is_served_from_its_one_entry(
     assert len(stored) == 1
 
 
+@pytest.mark.parametrize("page", ["abc", "01", "-5", "99999999"])
+def test_home_keeps_one_entry_whatever_page_is_asked(client: Client, run: Run, stored: list[str], page: str) -> None:
+    """Home pages by cursor (?after=); a page number is not one of its parameters, so every spelling is home."""
+    queries_for(client, "/")
+    assert queries_for(Client(), f"/?page={page}") == 0
+    assert len(stored) == 1
+
+
 def test_a_page_past_the_last_is_not_found_and_not_stored(client: Client, run: Run, stored: list[str]) -> None:
     assert client.get(SOURCE, {"definitions_page": "99999999"}).status_code == 404
     assert stored == []
