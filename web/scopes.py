@@ -154,23 +154,11 @@ class Writer:
 
     def scopes(self, runs: Iterable[RunLike]) -> list[str]:
         """The scopes this write retires for these runs (SITE retires by generation, not by scope)."""
-        if self.retires == SITE:
+        if isinstance(self.retires, str):
             return []
-        scopes: list[str] = []
-        for run in runs:
-            parts = {
-                Part.RUN: lambda run=run: [run_scope(run.run_id)],
-                Part.GROUP: lambda run=run: [group_scope(run.group.key)],
-                Part.DEFINITION: lambda run=run: (
-                    [definition_scope(run.definition.source, run.definition.name)] if run.definition else []
-                ),
-                Part.SOURCE: lambda run=run: [source_scope(run.source)],
-                Part.LISTS: lambda run=run: [LISTS],
-            }
-            for part in Part:
-                if part in self.retires:
-                    scopes.extend(parts[part]())
-        return list(dict.fromkeys(scopes))
+        return list(
+            dict.fromkeys(scope for run in runs for part in Part if part in self.retires for scope in _of(run, part))
+        )
 
     def retire_on_commit(self, *runs: RunLike) -> None:
         """Retire what this write changed once the transaction commits (at once outside one)."""
@@ -185,6 +173,19 @@ class Writer:
             bump_generation()
         elif scopes := self.scopes(runs):
             retire_pages(*scopes)
+
+
+def _of(run: RunLike, part: Part) -> list[str]:
+    """The scopes of one part of a run's pages."""
+    if part is Part.RUN:
+        return [run_scope(run.run_id)]
+    if part is Part.GROUP:
+        return [group_scope(run.group.key)]
+    if part is Part.DEFINITION:
+        return [definition_scope(run.definition.source, run.definition.name)] if run.definition else []
+    if part is Part.SOURCE:
+        return [source_scope(run.source)]
+    return [LISTS]
 
 
 WRITERS: dict[str, Writer] = {}
