@@ -50,4 +50,5 @@ def test_a_failure_is_logged_under_the_system_account(moderator: User, demo: Cal
     run = demo("rmsnorm-vectorised")
     request, attempt = claimed(request_rerun(run, user=moderator))
     record_failure(request, attempt, "HARNESS_ERROR", "the harness produced no result")
-    assert log_of(run)[-1] == (SYSTEM_ACCOUNT, f"Rerun #{request.pk} failed: HARNESS_ERROR: the harness produced no result")
+    failed = f"Rerun #{request.pk} failed: HARNESS_ERROR: the harness produced no result"
+    assert log_of(run)[-1] == (SYSTEM_ACCOUNT, failed)
