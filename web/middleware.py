@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote_plus, unquote_to_bytes
@@ -14,11 +13,10 @@ from web.admin_requests import failed_lookups, list_admin, malformed_list_reques
 from web.http import bad_request
 from web.ratelimit import UnknownClientError
 
-# The charsets a form may declare, by their codec names: UTF-8 under any of its names (`UTF8`, `utf_8`, `U8`,
-# `cp65001`), and ASCII (`us-ascii`, ...), every text in which is the same text in UTF-8. Browsers declare none
-# for a page served as UTF-8. Such a body is read as UTF-8; Django itself reads it only when the charset is
-# spelled exactly "utf-8".
-READ_AS_UTF8 = {"utf-8", "ascii"}
+# The one charset a body may declare, spelled as Django reads it. Browsers declare none for a page served as
+# UTF-8; another spelling of UTF-8 (`UTF8`, `utf_8`, `U8`, `cp65001`) or ASCII is refused rather than guessed at:
+# Django itself refuses those bodies halfway through the CSRF check, and its own 400 page then failed the same way.
+ACCEPTED_CHARSET = "utf-8"
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 
 
@@ -31,7 +29,8 @@ class RejectMalformedRequestsMiddleware:
     Django decode the form (and even the query string) as gibberish or fail on an
     unknown codec; one declared as UTF-8 by another of its names, or as ASCII,
     made Django refuse the body halfway through the CSRF check, and its own 400
-    page then failed the same way: a 500. Checking here, before sessions, CSRF and
+    page then failed the same way: a 500. Each is now a 400 naming the charset
+    a client must send. Checking here, before sessions, CSRF and
     the views, keeps every view from having to think about it. The admin's lists
     are guarded too (web/admin_requests.py).
     """
@@ -43,7 +42,6 @@ class RejectMalformedRequestsMiddleware:
         problem = malformed_because(request)
         if problem is not None:
             return bad_request(request, problem)
-        read_as_utf8(request)
         return self.get_response(request)
 
     def process_view(
@@ -65,7 +63,7 @@ class RejectMalformedRequestsMiddleware:
 def malformed_because(request: HttpRequest) -> str | None:
     """Why the request cannot be served, or None when it can."""
     charset = request.content_params.get("charset") if request.content_params else None
-    if charset is not None and not _read_as_utf8(charset):
+    if charset is not None and charset.strip().lower() != ACCEPTED_CHARSET:
         return "charset other than UTF-8"
     if "\x00" in request.path_info or "\x00" in unquote_plus(request.META.get("QUERY_STRING", "")):
         return "NUL in the address"
@@ -75,19 +73,6 @@ def malformed_because(request: HttpRequest) -> str | None:
     if request.method == "POST" and request.content_type == FORM_CONTENT_TYPE and b"\x00" in _decoded_body(request):
         return "NUL in a form field"
     return None
-
-
-def read_as_utf8(request: HttpRequest) -> None:
-    """A body declared in a name of UTF-8, or in ASCII, is decoded as UTF-8 under the one name Django accepts."""
-    if request.content_params and "charset" in request.content_params and request.encoding != "utf-8":
-        request.encoding = "utf-8"
-
-
-def _read_as_utf8(charset: str) -> bool:
-    try:
-        return codecs.lookup(charset).name in READ_AS_UTF8
-    except LookupError:
-        return False
 
 
 def _decoded_body(request: HttpRequest) -> bytes:
