@@ -45,7 +45,7 @@ sys.path.insert(0, str(DEMO.parent))
 from records.canonical import canonical_text  # noqa: E402
 from records.manifest import Sealed, seal  # noqa: E402
 from records.schema import REFERENCE_FIELDS, make_document  # noqa: E402
-from records.sources.artifacts import read_definition_folder, read_solution  # noqa: E402
+from records.sources.runnable import read_definition_folder, read_solution  # noqa: E402
 
 AUTHOR = "KernelIndex demo"
 OBSERVED_AT = "2026-12-01T15:23:00Z"

@@ -137,6 +137,8 @@ class WorkloadSpec(Open):
 
 
 class Artifact(Open):
+    """A file the implementation published: its name (a path), where to fetch it, its digest."""
+
     name: NonEmpty
     url: NonEmpty | None = None
     digest: Digest | None = None

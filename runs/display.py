@@ -208,17 +208,18 @@ def _same_words(a: str, b: str) -> bool:
     return re.sub(r"[^a-z0-9]", "", a.lower()) == re.sub(r"[^a-z0-9]", "", b.lower())
 
 
-def artifacts(implementation: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The published artifacts, each with its source text where the implementation carries it."""
+def published_files(implementation: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The files an implementation published (its `artifacts`: name, digest, url), each with its source text
+    where the implementation's solution carries it."""
     sources = {
         source.get("path"): source.get("content")
         for source in solution_of(implementation).get("sources") or []
         if isinstance(source, dict) and isinstance(source.get("content"), str)
     }
     return [
-        {**artifact, "content": sources.get(artifact.get("name"))}
-        for artifact in spec_of(implementation).get("artifacts") or []
-        if isinstance(artifact, dict)
+        {**published, "content": sources.get(published.get("name"))}
+        for published in spec_of(implementation).get("artifacts") or []
+        if isinstance(published, dict)
     ]
 
 

@@ -137,7 +137,7 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
         "protocol_rows": display.protocol_rows(protocol),
         "environment_rows": display.environment_rows(environment),
         "hardware": display.environment_hardware(environment) if environment else run.hardware,
-        "artifacts": display.artifacts(implementation),
+        "published_files": display.published_files(implementation),
         "entry_point": display.entry_point_line(implementation),
         "versions": list(run.versions.all()),
         "manifest_pretty": json.dumps(json.loads(manifest), indent=2, ensure_ascii=False),

@@ -47,8 +47,8 @@ from records.rerun import (
     verdict,
 )
 from records.sources import rerun_protocol_of
-from records.sources.artifacts import harness_definition
 from records.sources.hardware import UnknownHardwareClassError, hardware_class_named
+from records.sources.runnable import harness_definition
 from runs.figures import RUN_COUNTERS, refresh_group_figures, refresh_run_counters
 from runs.ingest import import_manifest
 from runs.models import Document, EvidenceChange, RerunRequest, RerunWorker, Run
@@ -95,7 +95,9 @@ class HarnessOutcome:
 
 
 @dataclass(frozen=True)
-class Artifacts:
+class RunnableDocuments:
+    """The Workload (definition, reference, cases) and the Implementation (the solution) a rerun hands the harness."""
+
     workload: dict[str, Any]
     implementation: dict[str, Any]
 
@@ -103,16 +105,16 @@ class Artifacts:
 # -- asking ------------------------------------------------------------------------
 
 
-def runnable_artifacts(run: Run) -> Artifacts:
+def runnable_documents(run: Run) -> RunnableDocuments:
     """The run's definition (with its reference and cases) and solution, or RerunRefusedError saying what is missing."""
-    documents = Document.objects.in_bulk([d for d in (run.workload_digest, run.implementation_digest) if d])
-    workload = documents.get(run.workload_digest)
-    implementation = documents.get(run.implementation_digest)
+    stored = Document.objects.in_bulk([d for d in (run.workload_digest, run.implementation_digest) if d])
+    workload = stored.get(run.workload_digest)
+    implementation = stored.get(run.implementation_digest)
     if implementation is None or not _solution_sources(implementation.value):
         raise RerunRefusedError("this run published no solution sources, so there is nothing to rerun")
     if workload is None or not _reference(workload.value):
         raise RerunRefusedError("this run's definition has no reference implementation to check a rerun against")
-    return Artifacts(workload.value, implementation.value)
+    return RunnableDocuments(workload.value, implementation.value)
 
 
 def _solution_sources(implementation: dict[str, Any]) -> list[Any]:
@@ -133,7 +135,7 @@ def request_rerun(
     """Store a request and send it once the transaction commits; refuse what cannot or need not run."""
     if run.withdrawn_at is not None:
         raise RerunRefusedError("this run is withdrawn")
-    runnable_artifacts(run)
+    runnable_documents(run)
     try:
         # A class no worker can ever serve would wait forever, and block every other rerun of the run.
         hardware = hardware_class_named(hardware or run_hardware_class(run)).name
@@ -209,16 +211,16 @@ def execute_rerun(request_id: int) -> None:
         return
     request, attempt = claim
     try:
-        artifacts = runnable_artifacts(request.run)
+        documents = runnable_documents(request.run)
     except RerunRefusedError as refusal:
         record_failure(request, attempt, "NOT_RUNNABLE", str(refusal))
         return
     with tempfile.TemporaryDirectory(prefix=f"rerun-{request.pk}-") as folder:
-        outcome = run_harness(request, attempt, artifacts, Path(folder))
+        outcome = run_harness(request, attempt, documents, Path(folder))
         confirmation = None
         if outcome is not None and outcome.result and outcome.result.get("status") in CORRECTNESS_FAILURES:
             # A correctness failure counts only once a second evaluation, on fresh inputs, confirms it.
-            second = run_harness(request, attempt, artifacts, Path(folder) / "fresh", fresh_inputs=True)
+            second = run_harness(request, attempt, documents, Path(folder) / "fresh", fresh_inputs=True)
             if second is None:
                 return
             confirmation = str(second.result.get("status")) if second.result else "HARNESS_ERROR"
@@ -270,11 +272,11 @@ def harness_environment(hardware: str) -> dict[str, str]:
 
 
 def run_harness(
-    request: RerunRequest, attempt: int, artifacts: Artifacts, folder: Path, *, fresh_inputs: bool = False
+    request: RerunRequest, attempt: int, documents: RunnableDocuments, folder: Path, *, fresh_inputs: bool = False
 ) -> HarnessOutcome | None:
-    """Run `python -m harness run` on the artifacts; None if the claim was lost meanwhile."""
+    """Run `python -m harness run` on the documents; None if the claim was lost meanwhile."""
     folder.mkdir(exist_ok=True)
-    command = harness_command(request, artifacts, folder, fresh_inputs=fresh_inputs)
+    command = harness_command(request, documents, folder, fresh_inputs=fresh_inputs)
     environment = harness_environment(request.hardware)
     log_path = folder / "harness.log"
     started = time.monotonic()
@@ -304,7 +306,7 @@ def run_harness(
 
 
 def harness_command(
-    request: RerunRequest, artifacts: Artifacts, folder: Path, *, fresh_inputs: bool = False
+    request: RerunRequest, documents: RunnableDocuments, folder: Path, *, fresh_inputs: bool = False
 ) -> list[str]:
     """Write the definition, its cases and the solution in the formats the harness reads.
 
@@ -312,10 +314,10 @@ def harness_command(
     With `fresh_inputs`, every round of every case draws other random inputs (`--fresh-inputs`).
     """
     # json.dumps, not the canonical form: the order of inputs and outputs is the order of the arguments.
-    (folder / "definition.json").write_text(json.dumps(harness_definition(artifacts.workload)))
-    cases = artifacts.workload["spec"].get("cases") or []
+    (folder / "definition.json").write_text(json.dumps(harness_definition(documents.workload)))
+    cases = documents.workload["spec"].get("cases") or []
     (folder / "workload.jsonl").write_text("".join(canonical_text(case) + "\n" for case in cases))
-    (folder / "solution.json").write_text(canonical_text(artifacts.implementation["spec"]["solution"]))
+    (folder / "solution.json").write_text(canonical_text(documents.implementation["spec"]["solution"]))
     command = [sys.executable, "-m", "harness", "run"]
     command += ["--definition", str(folder / "definition.json"), "--workload", str(folder / "workload.jsonl")]
     command += ["--solution", str(folder / "solution.json"), "--json", str(folder / "result.json")]
@@ -380,13 +382,13 @@ def record_result(
         if decided.retry and attempt < settings.RERUN_MAX_ATTEMPTS:
             retry_later(request, attempt, decided, outcome)
             return
-        artifacts = runnable_artifacts(run)
+        documents = runnable_documents(run)
         of = RerunOf(run.run_id, request.run_digest, run.definition.name if run.definition else run.title, request.pk)
         manifest = rerun_manifest(
             of,
             result,
-            workload=artifacts.workload,
-            implementation=artifacts.implementation,
+            workload=documents.workload,
+            implementation=documents.implementation,
             observed_at=timezone.now().isoformat().replace("+00:00", "Z"),
             confirmation=confirmation,
         )

@@ -66,7 +66,7 @@ def write_runs(folder: Path, count: int) -> Path:
     sys.path.insert(0, str(ROOT))
     from records.canonical import digest
     from records.schema import REFERENCE_FIELDS, make_document
-    from records.sources.artifacts import read_definition_folder, read_solution
+    from records.sources.runnable import read_definition_folder, read_solution
 
     (folder / "definition").mkdir()
     (folder / "definition" / "definition.json").write_text(json.dumps(DEFINITION))

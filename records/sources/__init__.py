@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from records.errors import RecordError
-from records.sources import artifacts, dump, flashinfer_bench, kernelbench, native, sol_execbench
+from records.sources import dump, flashinfer_bench, kernelbench, native, runnable, sol_execbench
 from records.sources.base import Adapter, iter_json_lines, read_json_file
 
 DEFAULT_RERUN_PROTOCOL = "kernelindex"
@@ -138,11 +138,11 @@ REGISTRY = (
             Format("folder", dump.is_dump_folder, ignoring_redigest(dump.DumpAdapter), files=(dump.MANIFEST_FILE,)),
             Format(
                 "folder",
-                artifacts.is_definition_folder,
-                ignoring_redigest(artifacts.DefinitionFolderAdapter),
-                files=(artifacts.DEFINITION_FILE, artifacts.WORKLOAD_FILE),
+                runnable.is_definition_folder,
+                ignoring_redigest(runnable.DefinitionFolderAdapter),
+                files=(runnable.DEFINITION_FILE, runnable.WORKLOAD_FILE),
             ),
-            Format("document", artifacts.looks_like_solution, ignoring_redigest(artifacts.SolutionAdapter)),
+            Format("document", runnable.looks_like_solution, ignoring_redigest(runnable.SolutionAdapter)),
             Format("record", native.looks_like_manifest, native.ManifestAdapter),
         ),
         native.ManifestAdapter,

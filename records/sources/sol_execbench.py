@@ -24,7 +24,6 @@ from records.formats import check_cases, check_definition
 from records.identity import definition_title
 from records.manifest import Sealed, assemble
 from records.schema import NonNegative, make_document, slugify_name
-from records.sources import artifacts
 from records.sources.base import (
     BoardItem,
     CaseItem,
@@ -45,6 +44,7 @@ from records.sources.base import (
     validate_record,
 )
 from records.sources.hardware import hardware_spec, product_name
+from records.sources.runnable import read_reference, runnable_workload
 
 SOURCE = "sol-execbench"
 DEFAULT_GPU = "B200"
@@ -280,14 +280,14 @@ class ProblemAdapter:
         cases = [case for _, _, case in read]
         # With its reference (inline or in reference.py), a problem can be rerun: store it as the harness reads
         # it, once the model the harness reads it with (records/formats.py) accepts the definition and each case.
-        reference = artifacts.read_reference(path, document)
+        reference = read_reference(path, document)
         workload_digest = ""
         if reference is not None:
             runnable = {**document, "reference": reference}
             checked = check_definition(runnable, path / "definition.json")
             check_cases([(line, raw) for line, raw, _ in read], checked, path / "workload.jsonl")
             raws = [raw for _, raw, _ in read]
-            workload = artifacts.runnable_workload(SOURCE, metadata.name, runnable, raws, path)
+            workload = runnable_workload(SOURCE, metadata.name, runnable, raws, path)
             workload_digest = workload.digest
             yield DocumentItem(None, workload)
         yield DefinitionItem(

@@ -11,7 +11,7 @@ from api import endpoints
 from api.models import ApiToken, issue_token
 from api.submissions import MAX_BODY_BYTES
 from runs.models import Document, Run
-from runs.reruns import runnable_artifacts
+from runs.reruns import runnable_documents
 from tests.api.conftest import JSONL, SUBMIT_URL, Submit, demo_lines, demo_manifest
 from tests.conftest import SEED_MANIFEST
 
@@ -56,9 +56,9 @@ def test_a_submission_carries_the_solution_so_a_moderator_can_rerun_it(submit: S
     response = submit(demo_lines()[0])
     run = Run.objects.get(run_id=response.json()["runs"][0]["runId"])
 
-    artifacts = runnable_artifacts(run)  # raises RerunRefusedError when there is nothing to rerun
+    documents = runnable_documents(run)  # raises RerunRefusedError when there is nothing to rerun
 
-    assert artifacts is not None
+    assert documents is not None
     implementation = Document.objects.get(digest=run.implementation_digest).value
     assert implementation["spec"]["solution"]["sources"][0]["content"].startswith("import torch")
 

@@ -16,7 +16,7 @@ import pytest
 from harness.errors import HarnessInputError
 from harness.formats import load_definition, load_solution, load_workload
 from records.errors import RecordError
-from records.sources.artifacts import read_definition_folder, read_solution
+from records.sources.runnable import read_definition_folder, read_solution
 from tests.pages import write_jsonl
 
 REFERENCE = """

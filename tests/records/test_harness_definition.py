@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from records.sources.artifacts import harness_definition, read_definition_folder
+from records.sources.runnable import harness_definition, read_definition_folder
 
 
 def test_inputs_and_outputs_keep_their_order_through_the_canonical_form(tmp_path: Path) -> None:

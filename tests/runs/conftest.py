@@ -21,7 +21,7 @@ from django.db import connection
 
 from records.canonical import digest
 from records.schema import REFERENCE_FIELDS, make_document
-from records.sources.artifacts import read_definition_folder, read_solution
+from records.sources.runnable import read_definition_folder, read_solution
 from runs.models import RerunRequest, Run
 from tests.conftest import ImportRuns
 

@@ -15,8 +15,8 @@ from django.test import Client
 
 from records.canonical import canonical_text
 from records.manifest import manifest_item
-from records.sources.artifacts import read_definition_folder, read_solution
 from records.sources.hardware import hardware_class
+from records.sources.runnable import read_definition_folder, read_solution
 from runs.models import Definition, Document, Run
 from tests.conftest import ImportRuns
 from tests.pages import squeezed, visible_text
@@ -149,7 +149,7 @@ def test_the_run_page_lists_the_sources_with_digests_and_shows_the_code(client: 
     section = html[html.index('id="artifacts"') : html.index('id="notes"')]
     content = json.loads((DEMO / "solutions/gemm_n256_k512/gemm-torch-mm/solution.json").read_text())["sources"][0]
     source_digest = "sha256:" + hashlib.sha256(content["content"].encode()).hexdigest()
-    assert "No artifacts published" not in section
+    assert "No files published" not in section
     assert f'title="{source_digest}"' in section
     text = visible_text(section)
     assert "gemm.py" in text

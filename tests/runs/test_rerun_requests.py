@@ -94,7 +94,7 @@ def test_every_request_is_in_the_audit_log(client: Client, moderator: User, demo
     assert f"Requested rerun #{rerun.pk}" in history
 
 
-def test_a_run_without_artifacts_is_refused_with_the_reason(
+def test_a_run_without_solution_sources_is_refused_with_the_reason(
     client: Client, moderator: User, import_runs: ImportRuns
 ) -> None:
     import_runs(SEED_MANIFEST, redigest=True)

@@ -23,7 +23,7 @@ from runs.reruns import (
     harness_command,
     record_result,
     request_rerun,
-    runnable_artifacts,
+    runnable_documents,
     sweep_reruns,
 )
 from tests.pages import visible_text
@@ -142,10 +142,10 @@ def test_the_rerun_follows_the_protocol_of_the_runs_source(
     ]
     run = demo("rmsnorm-vectorised")
     request = request_rerun(run, user=moderator)
-    command = harness_command(request, runnable_artifacts(run), tmp_path)
+    command = harness_command(request, runnable_documents(run), tmp_path)
     assert command[command.index("--protocol") + 1] == "kernelindex"
     assert command[command.index("--device") + 1] == "cpu"
     assert "--fresh-inputs" not in command
     fresh = tmp_path / "fresh"
     fresh.mkdir()
-    assert "--fresh-inputs" in harness_command(request, runnable_artifacts(run), fresh, fresh_inputs=True)
+    assert "--fresh-inputs" in harness_command(request, runnable_documents(run), fresh, fresh_inputs=True)

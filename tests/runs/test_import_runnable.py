@@ -7,7 +7,7 @@ from pathlib import Path
 
 from runs.models import Definition, Document, ImportLog, WorkloadCase
 from tests.conftest import ImportRuns
-from tests.records.test_artifacts import (
+from tests.records.test_runnable import (
     REFERENCE,
     case,
     definition,
@@ -42,7 +42,7 @@ def test_a_solution_imports_as_one_implementation_document(import_runs: ImportRu
     assert [a["name"] for a in document.value["spec"]["artifacts"]] == ["kernel.py", "helpers.py"]
 
 
-def test_importing_artifacts_twice_adds_nothing(import_runs: ImportRuns, tmp_path: Path) -> None:
+def test_importing_definition_folders_and_solutions_twice_adds_nothing(import_runs: ImportRuns, tmp_path: Path) -> None:
     write_definition_folder(tmp_path / "defs" / "rms", definition(), [case("c1", 2)])
     write_solution(tmp_path / "solutions" / "fast" / "solution.json", solution())
     import_runs(tmp_path)

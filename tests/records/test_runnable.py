@@ -12,13 +12,13 @@ import pytest
 
 from records.errors import RecordError
 from records.sources import discover
-from records.sources.artifacts import (
+from records.sources.base import DefinitionItem, DocumentItem
+from records.sources.runnable import (
     DefinitionFolderAdapter,
     SolutionAdapter,
     read_definition_folder,
     read_solution,
 )
-from records.sources.base import DefinitionItem, DocumentItem
 from tests.pages import write_jsonl
 
 REFERENCE = "import torch\n\n\ndef run(x, eps):\n    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)\n"

@@ -1,11 +1,11 @@
-"""What a rerun needs: definition folders and solutions, as content-addressed documents.
+"""Definition folders and solution.json files, read into the runnable documents a rerun hands the harness.
 
 A definition folder (`definition.json` and `workload.jsonl`, with the PyTorch
 reference inline or in `reference.py` beside them, and no `metadata.json`,
 which would make it a SOL-ExecBench problem folder) becomes a `Workload`
 document holding the definition and its cases exactly as a harness reads
 them. A `solution.json` becomes an `Implementation` document holding the
-solution with its sources, each listed as an artifact with its digest. Both
+solution with its sources, each listed in the Implementation's `artifacts` with its digest. Both
 formats are the public SOL-ExecBench / FlashInfer-Bench ones, checked by
 records/formats.py, the model the harness reads them with too.
 """
