@@ -21,8 +21,8 @@ from django.utils.safestring import SafeString
 
 from attestations.models import Attestation, IssueReport
 from attestations.services import moderate_attestations, set_report_status
+from runs.display import format_latency
 from runs.models import Run
-from runs.templatetags.kernelindex import latency
 from web.scopes import NOTE_MODERATED, REPORT
 
 # Django's classes take no type parameters at run time; django-stubs' do.
@@ -81,7 +81,7 @@ class AttestationAdmin(RunLinkMixin, AttestationModelAdmin):
 
     @admin.display(description="measured latency", ordering="measured_latency_ns")
     def measured_latency(self, obj: Attestation) -> str:
-        return latency(obj.measured_latency_ns)
+        return format_latency(obj.measured_latency_ns)
 
     @admin.action(description="Approve: show on the run page", permissions=["change"])
     def approve(self, request: HttpRequest, queryset: QuerySet[Attestation]) -> None:

@@ -20,11 +20,11 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from records.sources.hardware import CLASSES
+from runs.display import format_latency
 from runs.models import ComparisonGroup, Definition, Document, ImportLog, RerunRequest, RerunWorker, Run, SourceBoard
 from runs.reruns import RerunRefusedError, cancel_rerun, may_request_rerun, queued_message, request_rerun
 from runs.selectors import live_hardware_classes
 from runs.services import restore_run, withdraw_run
-from runs.templatetags.kernelindex import latency as latency_text
 
 MODERATION_HISTORY_ROWS = 200
 
@@ -129,7 +129,7 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description="latency", ordering="latency_ns")
     def latency(self, run: Run) -> str:
         """As the pages print it ('483.8 µs'), not a float of nanoseconds the column cannot hold."""
-        return latency_text(run.latency_ns)
+        return format_latency(run.latency_ns)
 
     @admin.display(description="withdrawn", boolean=True, ordering="withdrawn_at")
     def withdrawn(self, run: Run) -> bool:

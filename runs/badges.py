@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from django.utils.html import escape
 
+from runs.display import format_latency
 from runs.models import Run
-from runs.templatetags.kernelindex import latency
 
 LABEL = "KernelIndex"
 LABEL_COLOUR = "#555"
@@ -47,7 +47,7 @@ def evidence_badge(run: Run) -> Badge:
     level = Run.Evidence(run.evidence)
     message = level.label
     if run.latency_ns is not None:
-        message += f" · {latency(run.latency_ns)} {run.primary_statistic}"
+        message += f" · {format_latency(run.latency_ns)} {run.primary_statistic}"
     return Badge(LABEL, message, EVIDENCE_COLOURS[level])
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from runs.templatetags.kernelindex import latency
+from runs.display import format_latency
 
 WIDTH = 720
 HEIGHT = 120
@@ -110,8 +110,8 @@ def latency_chart(title: str, marks: list[Mark], references: list[tuple[str, str
     def place(ns: float) -> float:
         return MARGIN + (math.log10(ns) - low) / (high - low) * (WIDTH - 2 * MARGIN)
 
-    ticks = [Tick(place(10.0**power), latency(10.0**power)) for power in range(low, high + 1)]
-    rules = [Rule(place(ns), f"{label} {latency(ns)}", kind) for kind, label, ns in references if ns > 0]
+    ticks = [Tick(place(10.0**power), format_latency(10.0**power)) for power in range(low, high + 1)]
+    rules = [Rule(place(ns), f"{label} {format_latency(ns)}", kind) for kind, label, ns in references if ns > 0]
     points = [_point(place(m.value), index, m) for index, m in enumerate(marks) if m.value > 0]
     return StripChart(title, points, rules, ticks)
 

@@ -10,7 +10,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic import ConfigDict, ValidationError
 
@@ -32,8 +32,27 @@ def spec_of(document: dict[str, Any] | None) -> dict[str, Any]:
     return document["spec"] if document else {}
 
 
-def format_ratio(value: float) -> str:
-    return f"{value:.2f}×"
+def format_ratio(value: float | str | None) -> str:
+    """6.6 -> '6.60×'; a missing value (None or '' in a template) -> '—'."""
+    return f"{value:.2f}×" if _is_number(value) else "—"
+
+
+def format_latency(ns: float | str | None) -> str:
+    """175457 -> '175.5 µs'; 12125 -> '12.1 µs'; 2660000 -> '2.66 ms'; 850 -> '850 ns'; a missing value -> '—'."""
+    if not _is_number(ns):
+        return "—"
+    if ns < 1_000:
+        return f"{ns:.0f} ns"
+    if ns < 1_000_000:
+        return f"{ns / 1_000:.1f} µs"
+    if ns < 1_000_000_000:
+        ms = ns / 1_000_000
+        return f"{ms:.2f} ms" if ms < 10 else f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms"
+    return f"{ns / 1_000_000_000:.2f} s"
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def source_native_summary(run: dict[str, Any]) -> str:
@@ -406,6 +425,13 @@ def case_name(case: ShownCase, axes_by_uuid: Mapping[str, Mapping[str, Any]]) ->
 def axes_text(axes: Mapping[str, Any]) -> str:
     """{'batch_size': 4, 'seq_len': 256} -> 'batch_size=4, seq_len=256'."""
     return ", ".join(f"{name}={plain_number(value)}" for name, value in axes.items())
+
+
+def shape_text(shape: object) -> str:
+    """A tensor's shape as definitions give it: '[batch_size, 2048]', or 'scalar' where it has none."""
+    if not isinstance(shape, list) or not shape:
+        return "scalar"
+    return "[" + ", ".join(plain_number(dimension) for dimension in shape) + "]"
 
 
 def name_cases(text: str, axes_by_uuid: Mapping[str, Mapping[str, Any]]) -> str:

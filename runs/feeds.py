@@ -20,13 +20,13 @@ from django.utils.feedgenerator import Atom1Feed
 from django.views.decorators.http import require_safe
 
 from records.sources import SourceInfo
+from runs.display import format_latency
 from runs.models import ComparisonGroup, Definition, RerunRequest, Run, RunQuerySet
 from runs.selectors import (
     get_definition_or_404,
     get_group_or_404,
     get_source_or_404,
 )
-from runs.templatetags.kernelindex import latency
 from web import scopes
 from web.cache import cached_page
 
@@ -47,7 +47,11 @@ class RunsFeed(RunFeedBase):
     author_name = settings.SITE_NAME
 
     def item_title(self, item: Run) -> str:
-        figure = f"{latency(item.latency_ns)} {item.primary_statistic}" if item.latency_ns is not None else "no latency"
+        figure = (
+            f"{format_latency(item.latency_ns)} {item.primary_statistic}"
+            if item.latency_ns is not None
+            else "no latency"
+        )
         return f"Run {item.run_id}: {item.implementation_name} on {item.hardware}, {figure}"
 
     def item_description(self, item: Run) -> str:

@@ -25,6 +25,7 @@ from records.sources import SourceInfo
 from runs import display
 from runs.charts import Mark, StripChart, latency_chart, score_chart
 from runs.citations import Citation
+from runs.display import format_latency as latency
 from runs.forms import RerunForm, RunSearchForm
 from runs.keyset import KeysetPage, Part, decode, read_page
 from runs.models import (
@@ -58,7 +59,6 @@ from runs.selectors import (
     runs_documents,
     uses_source_order,
 )
-from runs.templatetags.kernelindex import latency
 
 
 def paginate(items: Any, number: str | None, per_page: int | None = None) -> Page[Any]:

@@ -15,10 +15,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from runs.display import hardware_label
+from runs.display import format_latency, hardware_label
 from runs.figures import refresh_group_figures
 from runs.models import EVIDENCE_LABELS, EVIDENCE_MEANINGS, STATUS_MEANINGS, Definition, Run
-from runs.templatetags.kernelindex import latency
 from tests.conftest import ImportRuns
 from tests.pages import squeezed, visible_text
 
@@ -51,7 +50,7 @@ def test_a_definition_names_each_groups_hardware_and_its_best_runs_evidence(clie
     best = Run.objects.get(pk=disputed.group.best_run_id)
     assert best != disputed
     text = visible_text(html)
-    assert "CPU" in text and f"{latency(best.latency_ns)} median Evidence: Reported" in text
+    assert "CPU" in text and f"{format_latency(best.latency_ns)} median Evidence: Reported" in text
 
 
 def test_every_list_page_spells_evidence_one_way_and_has_a_legend(client: Client, disputed: Run) -> None:

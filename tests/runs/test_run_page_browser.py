@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+from runs.display import format_latency
 from runs.models import RerunRequest, Run
-from runs.templatetags.kernelindex import latency
 from tests.runs.run_page_reruns import record_rerun, result_on_cases
 from tests.test_browser_walk import ARTIFACTS
 
@@ -51,11 +51,11 @@ def test_the_run_page_leads_with_the_reported_and_the_rerun_figures(
     run, rerun = reran
     page = open_page(browser, f"{live_server.url}{run.get_absolute_url()}", width)
     top = page.locator("#measurement")
-    expect(top.locator(".primary")).to_contain_text(latency(run.latency_ns))
+    expect(top.locator(".primary")).to_contain_text(format_latency(run.latency_ns))
     expect(top.locator(".measured-on")).to_contain_text("CPU · AMD EPYC")
     figure = top.locator(".rerun-figure")
     expect(figure).to_contain_text(f"KernelIndex rerun #{rerun.pk}")
-    expect(figure).to_contain_text(f"{latency((run.latency_ns or 0) / 2)} median (95 % interval")
+    expect(figure).to_contain_text(f"{format_latency((run.latency_ns or 0) / 2)} median (95 % interval")
     expect(figure).to_contain_text("on CPU · Intel Xeon · 0.50× the reported median (faster)")
     expect(top.locator("#evidence .status")).to_have_text("Reproduced")
     assert_within_the_window(page, width, "h1", ".primary", ".measured-on", ".rerun-figure", "#evidence .status")

@@ -11,8 +11,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from runs.display import axes_text, shape_text
 from runs.models import Definition, RerunRequest, Run
-from runs.templatetags.kernelindex import axes_text, shape_text
 from tests.conftest import ImportRuns
 from tests.pages import visible_text
 from tests.runs.run_page_reruns import demo_case_uuids, record_rerun, result_on_cases

@@ -1,50 +1,88 @@
-"""Numbers as people read them: latencies in ns/µs/ms, ratios, short digests."""
+"""How pages show a run: numbers as people read them, the evidence levels', statuses' and hardware's one
+spelling, digests, highlighted sources and per-case tables.
+
+Thin filters over runs.display and runs.models, where each format and label is defined once; Python code
+(feeds, badges, charts, admin) calls those directly.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django import template
-from django.contrib.messages.storage.base import Message
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from records.canonical import short_digest as _short_digest
-from records.sources import SourceInfo
-from records.sources import navigation_sources as _navigation_sources
 from runs import display
 from runs.highlight import highlight
+from runs.models import EVIDENCE_LABELS, EVIDENCE_MEANINGS, STATUS_MEANINGS, Run
 
 register = template.Library()
 
 
+# -- numbers -------------------------------------------------------------------------
+
+
 @register.filter
 def latency(ns: float | str | None) -> str:
-    """175457 -> '175.5 µs'; 12125 -> '12.1 µs'; 2660000 -> '2.66 ms'; 850 -> '850 ns'."""
-    if not isinstance(ns, (int, float)) or isinstance(ns, bool):
-        return "—"  # missing values reach templates as None or ''
-
-    if ns < 1_000:
-        return f"{ns:.0f} ns"
-    if ns < 1_000_000:
-        return f"{ns / 1_000:.1f} µs"
-    if ns < 1_000_000_000:
-        ms = ns / 1_000_000
-        return f"{ms:.2f} ms" if ms < 10 else f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms"
-    return f"{ns / 1_000_000_000:.2f} s"
+    """175457 -> '175.5 µs' (runs.display.format_latency); a missing value -> '—'."""
+    return display.format_latency(ns)
 
 
 @register.filter
 def times(value: float | str | None) -> str:
-    """6.6 -> '6.60×'."""
-    return f"{value:.2f}×" if isinstance(value, (int, float)) and not isinstance(value, bool) else "—"
+    """6.6 -> '6.60×' (runs.display.format_ratio); a missing value -> '—'."""
+    return display.format_ratio(value)
 
 
 @register.filter
 def short_digest(value: str | None, length: int = 16) -> str:
     return _short_digest(value, length) if value else ""
 
+
+# -- labels --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LegendEntry:
+    key: str
+    label: str
+    meaning: str
+
+
+@register.filter
+def evidence_label(level: str) -> str:
+    """'not_reproduced' -> 'Not reproduced'; an unknown level is shown as it is stored."""
+    return EVIDENCE_LABELS.get(level, level)
+
+
+@register.filter
+def evidence_meaning(level: str) -> str:
+    return EVIDENCE_MEANINGS.get(level, "")
+
+
+@register.filter
+def hardware_label(product: str) -> str:
+    """A run's or group's hardware as one label per class, plus the model (runs.display.hardware_label)."""
+    return display.hardware_label(product or "")
+
+
+@register.simple_tag
+def evidence_legend() -> list[LegendEntry]:
+    """Every evidence level, in the order a rerun can move a run through them, with what it means."""
+    return [LegendEntry(level, EVIDENCE_LABELS[level], meaning) for level, meaning in EVIDENCE_MEANINGS.items()]
+
+
+@register.simple_tag
+def status_legend() -> list[LegendEntry]:
+    """The statuses readers confuse ('Passed' and 'Measured'), labelled as the tables label them."""
+    labels = dict(Run.Status.choices)
+    return [LegendEntry(status, labels[status], meaning) for status, meaning in STATUS_MEANINGS.items()]
+
+
+# -- documents, sources and cases ----------------------------------------------------
 
 JSON_TOKEN = re.compile(
     r'(?P<key>"(?:[^"\\]|\\.)*"(?=\s*:))|(?P<string>"(?:[^"\\]|\\.)*")|(?P<number>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)'
@@ -91,10 +129,8 @@ def axes_text(axes: dict[str, object] | None) -> str:
 
 @register.filter
 def shape_text(shape: object) -> str:
-    """A tensor's shape as definitions give it: '[batch_size, 2048]', or 'scalar' where it has none."""
-    if not isinstance(shape, list) or not shape:
-        return "scalar"
-    return "[" + ", ".join(display.plain_number(dimension) for dimension in shape) + "]"
+    """'[batch_size, 2048]', or 'scalar' (runs.display.shape_text)."""
+    return display.shape_text(shape)
 
 
 @register.filter
@@ -107,29 +143,3 @@ def name_cases(text: str, axes_by_uuid: dict[str, dict[str, object]] | None) -> 
 def case_rows(cases: list[object], axes_by_uuid: dict[str, dict[str, object]] | None) -> list[display.CaseRow]:
     """A per-case table's rows from a run document's cases (runs.display.case_rows)."""
     return display.case_rows(cases or [], axes_by_uuid or {})
-
-
-@register.simple_tag(takes_context=True)
-def query_with(context: dict[str, object], **changes: object) -> str:
-    """The current query string with some parameters replaced (None: removed), for pagination links."""
-    request = context["request"]
-    query = request.GET.copy()  # type: ignore[attr-defined]
-    for key, value in changes.items():
-        if value is None:
-            query.pop(key, None)
-        else:
-            query[key] = str(value)
-    return "?" + str(query.urlencode())
-
-
-@register.simple_tag
-def navigation_sources() -> list[SourceInfo]:
-    """The sources the site's navigation names, from the one registry (records.sources.REGISTRY)."""
-    return _navigation_sources()
-
-
-@register.filter
-def tagged(messages: Iterable[Message] | None, tag: str) -> list[Message]:
-    """The messages of one section, by their extra tag, errors first: the section shows one notice."""
-    mine = [message for message in messages or [] if message.extra_tags == tag]
-    return sorted(mine, key=lambda message: message.level_tag != "error")
