@@ -108,23 +108,25 @@ def correctness_sentence(
     policy = (spec_of(protocol).get("correctness") or {}).get("policy")
     comparator = (spec_of(protocol).get("correctness") or {}).get("comparator")
     cases = spec.get("cases") or []
-    if evidence == "reproduced":
-        return "Reproduced by a KernelIndex-controlled rerun within the stated tolerance."
-    if evidence == "not_reproduced":
-        return "Not reproduced: a KernelIndex-controlled rerun disagreed or failed correctness."
-    if status == "measured" or comparator == "none":
+    if evidence == Run.Evidence.REPRODUCED:
+        return f"{Run.Evidence.REPRODUCED.label} by a KernelIndex-controlled rerun within the stated tolerance."
+    if evidence == Run.Evidence.NOT_REPRODUCED:
+        return f"{Run.Evidence.NOT_REPRODUCED.label}: a KernelIndex-controlled rerun disagreed or failed correctness."
+    if status == Run.Status.MEASURED or comparator == "none":
         return "Not checked: this run times the reference implementation itself."
     if cases:
-        passed = sum(1 for case in cases if case.get("status") == "passed")
-        verdict = "Passed" if status == "passed" else "Failed"
+        passed = sum(1 for case in cases if case.get("status") == Run.Status.PASSED)
+        verdict = (Run.Status.PASSED if status == Run.Status.PASSED else Run.Status.FAILED).label
         who = "as the KernelIndex rerun measured it" if by_rerun else "as reported by the source"
         return f"{verdict}: {passed} of {len(cases)} cases passed, {who}."
-    verdict = {
-        "passed": "Marked passed",
-        "failed": "Marked failed",
-        "error": "Marked as an error",
-        "timeout": "Marked as timed out",
-    }.get(status or "", "Reported")
+    # What the source marked a run it published no cases for, as a sentence.
+    marked: dict[str, str] = {
+        Run.Status.PASSED: "Marked passed",
+        Run.Status.FAILED: "Marked failed",
+        Run.Status.ERROR: "Marked as an error",
+        Run.Status.TIMEOUT: "Marked as timed out",
+    }
+    verdict = marked.get(status or "", "Reported")
     suffix = "" if policy else "; the correctness policy was not published"
     return f"{verdict} by the source{suffix}."
 

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_safe
 
 from records.sources import SourceInfo
 from runs.display import format_latency
-from runs.models import ComparisonGroup, Definition, RerunRequest, Run, RunQuerySet
+from runs.models import EVIDENCE_LABELS, INCONCLUSIVE, ComparisonGroup, Definition, RerunRequest, Run, RunQuerySet
 from runs.selectors import (
     get_definition_or_404,
     get_group_or_404,
@@ -203,7 +203,7 @@ def verdict_words(rerun: RerunRequest) -> str:
     """The verdict as the evidence levels spell it; a finished rerun without one could not decide."""
     if rerun.verdict:
         return rerun.verdict_label
-    return "inconclusive" if rerun.state == RerunRequest.State.SUCCEEDED else f"rerun {rerun.state}"
+    return EVIDENCE_LABELS[INCONCLUSIVE] if rerun.state == RerunRequest.State.SUCCEEDED else f"rerun {rerun.state}"
 
 
 # -- the views, each cached under the scope of the page it follows ---------------------

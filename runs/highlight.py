@@ -1,4 +1,4 @@
-"""A small source highlighter for kernels: Python (PyTorch, Triton) and the C family (CUDA, C++).
+"""A small source highlighter for kernels (Python, PyTorch, Triton; the C family: CUDA, C++) and for JSON.
 
 It wraps comments, strings, numbers, keywords and decorators in spans on the
 server, so code reads highlighted without JavaScript, and reads as plain text
@@ -37,6 +37,10 @@ def _tokens(comment: str, keywords: list[str], extra: str = "") -> re.Pattern[st
 PYTHON = _tokens(r"#[^\n]*", PYTHON_KEYWORDS, r"|(?P<decorator>^[ \t]*@[\w.]+)")
 C_FAMILY = _tokens(r"//[^\n]*|/\*[\s\S]*?\*/", C_KEYWORDS, r"|(?P<preprocessor>^[ \t]*#[^\n]*)")
 LANGUAGES = {".py": PYTHON, ".cu": C_FAMILY, ".cuh": C_FAMILY, ".cpp": C_FAMILY, ".cc": C_FAMILY, ".h": C_FAMILY}
+JSON_TOKENS = re.compile(
+    r'(?P<key>"(?:[^"\\]|\\.)*"(?=\s*:))|(?P<string>"(?:[^"\\]|\\.)*")|(?P<number>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)'
+    r"|(?P<literal>\btrue\b|\bfalse\b|\bnull\b)"
+)
 
 
 def language_of(path: str) -> str:
@@ -50,11 +54,20 @@ def highlight(code: str, path: str) -> SafeString:
     pattern = LANGUAGES.get("." + language_of(path)) if language_of(path) else None
     if pattern is None:
         return escape(code)
+    return _wrap_tokens(code, pattern, "s")
+
+
+def highlight_json(text: str) -> SafeString:
+    """Pretty JSON as HTML: escaped, with keys, strings, numbers and literals in `<span class="j-kind">`."""
+    return _wrap_tokens(text, JSON_TOKENS, "j")
+
+
+def _wrap_tokens(text: str, pattern: re.Pattern[str], prefix: str) -> SafeString:
     pieces: list[str] = []
     position = 0
-    for match in pattern.finditer(code):
-        pieces.append(escape(code[position : match.start()]))
-        pieces.append(f'<span class="s-{match.lastgroup}">{escape(match.group())}</span>')
+    for match in pattern.finditer(text):
+        pieces.append(escape(text[position : match.start()]))
+        pieces.append(f'<span class="{prefix}-{match.lastgroup or "string"}">{escape(match.group())}</span>')
         position = match.end()
-    pieces.append(escape(code[position:]))
+    pieces.append(escape(text[position:]))
     return mark_safe("".join(pieces))  # every piece above is escaped

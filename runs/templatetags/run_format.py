@@ -7,16 +7,14 @@ Thin filters over runs.display and runs.models, where each format and label is d
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from django import template
-from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeString
 
 from records.canonical import short_digest as _short_digest
 from runs import display
-from runs.highlight import highlight
+from runs.highlight import highlight, highlight_json
 from runs.models import EVIDENCE_LABELS, EVIDENCE_MEANINGS, STATUS_MEANINGS, Run
 
 register = template.Library()
@@ -84,24 +82,11 @@ def status_legend() -> list[LegendEntry]:
 
 # -- documents, sources and cases ----------------------------------------------------
 
-JSON_TOKEN = re.compile(
-    r'(?P<key>"(?:[^"\\]|\\.)*"(?=\s*:))|(?P<string>"(?:[^"\\]|\\.)*")|(?P<number>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)'
-    r"|(?P<literal>\btrue\b|\bfalse\b|\bnull\b)"
-)
-
 
 @register.filter
 def json_highlight(text: str) -> SafeString:
-    """Pretty JSON with keys, strings, numbers and literals wrapped in spans; everything escaped."""
-    pieces: list[str] = []
-    position = 0
-    for match in JSON_TOKEN.finditer(text):
-        pieces.append(escape(text[position : match.start()]))
-        kind = match.lastgroup or "string"
-        pieces.append(f'<span class="j-{kind}">{escape(match.group())}</span>')
-        position = match.end()
-    pieces.append(escape(text[position:]))
-    return mark_safe("".join(pieces))  # every piece above is escaped
+    """Pretty JSON with keys, strings, numbers and literals wrapped in spans (runs.highlight.highlight_json)."""
+    return highlight_json(text)
 
 
 @register.filter
