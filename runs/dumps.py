@@ -5,11 +5,14 @@ The format (file names, line shapes, the reader) is records/sources/dump.py's.
 What a dump holds: every document, every definition with its cases and
 reference rows, every source board, every run's current manifest, and every
 run's history (publication date, every version with its import time and
-declared digests, its withdrawal, its withdrawals and restores). What it does
-not hold: KernelIndex's own judgements and the community's words, which a
-mirror cannot vouch for: evidence levels, rerun requests and their verdicts,
-attestations and issue reports, import logs, and who moderated what. A rerun's
-result run is in it, as a run of source `kernelindex`.
+declared digests, its withdrawal, its withdrawals and restores); then its
+sections (runs/dump_sections.py): finished reruns with their verdicts,
+each run's evidence level and its changes, and the sections attestations
+registers (approved notes, issue reports' public status). A rerun's result
+run is in it, as a run of source `kernelindex`. What it never holds: who
+asked, moderated or decided anything, contact details and addresses, notes
+not approved, a report's text, reruns' logs and workers, reruns still queued
+or running, import logs, API tokens and accounts.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from records.canonical import canonical_text
 from records.identity import run_id_for
 from records.manifest import manifest_text
 from records.sources import dump as dump_format
-from records.sources.base import RunStateItem
+from records.sources.base import RunStateItem, SectionItem
+from runs.dump_sections import SectionImport, registered_sections
 from runs.models import (
     Definition,
     Document,
@@ -73,16 +77,22 @@ definitions.jsonl.gz  each benchmark definition with its cases and reference
                       and name
 boards.jsonl.gz       each source's own public board (its score
                       distribution), sorted
+{sections}
+manifest.json lists these last files under "sections", in the order an
+import applies them. Times are UTC, ISO 8601.
 
-Not in a dump: evidence levels and the reruns behind them, community notes and
-issue reports, import logs, and who moderated what. Every run in a mirror made
-from a dump is "reported"; a KernelIndex rerun's result is in it as a run of
-source "kernelindex".
+Never in a dump: who asked for a rerun, moderated a note or a report, or
+withdrew a run (a mirror's rows name no one); e-mail addresses, contacts and
+network addresses; notes awaiting moderation or rejected; a report's text
+and the moderators' resolution note; reruns' logs and worker names; reruns
+still queued or running (they are in the next day's dump once finished);
+import logs, API tokens and accounts.
 
 `python manage.py import_runs FOLDER` reads this folder back, all or nothing.
-Into an empty database it reproduces every digest and every run page (less
-evidence levels, reruns and notes); runs already in the database keep their
-own dates and status.
+Into an empty database it reproduces every digest and every run page, with
+its evidence level, reruns (under the same numbers), evidence history,
+notes and reports' statuses; runs already in the database keep their own
+dates, status, reruns and notes.
 
 The same index always gives the same bytes: lines are sorted, and no gzip
 header carries a file name or a time.
@@ -133,9 +143,18 @@ def _write_dump(folder: Path) -> dict[str, Any]:
         dump_format.DOCUMENTS_FILE: document_lines,
     }
     files = [dump_format.write_lines(folder, name, lines()) for name, lines in writers.items()]
-    readme = README.format(format=dump_format.FORMAT, version=dump_format.VERSION)
+    sections = registered_sections()
+    for section in sections:
+        written = dump_format.write_lines(folder, section.file, section.lines())
+        files.append(written)
+        counts[section.count] = written.lines
+    readme = README.format(
+        format=dump_format.FORMAT,
+        version=dump_format.VERSION,
+        sections="".join(f"{section.file:<22}{section.readme}\n" for section in sections),
+    )
     (folder / dump_format.README_FILE).write_text(readme, encoding="utf-8")
-    manifest = dump_format.manifest_json(files, counts)
+    manifest = dump_format.manifest_json(files, counts, [section.file for section in sections])
     (folder / dump_format.MANIFEST_FILE).write_text(manifest, encoding="utf-8")
     return {"files": files, "counts": counts}
 
@@ -292,7 +311,8 @@ def dump_file_or_404(name: str, file: str) -> Path:
 
 
 class RunStateWriter:
-    """Applies a dump's history lines (records.sources.base.RunStateItem) to the runs an import just created.
+    """Applies a dump's history lines (records.sources.base.RunStateItem) to the runs an import just created,
+    then its sections' lines (SectionItem, runs/dump_sections.py).
 
     A run this import created takes the dump's publication time, every version's
     import time, its withdrawal and its withdrawals and restores, so its pages
@@ -305,13 +325,22 @@ class RunStateWriter:
         self.since = since
         self.import_log_id = import_log_id
         self.pending: list[RunStateItem] = []
+        self.sections = SectionImport(import_log_id)
 
-    def add(self, item: RunStateItem) -> None:
+    def add(self, item: RunStateItem | SectionItem) -> None:
+        if isinstance(item, SectionItem):
+            self._flush_history()  # a section's lines name runs whose history is then in place
+            self.sections.add(item)
+            return
         self.pending.append(item)
         if len(self.pending) >= CHUNK:
-            self.flush()
+            self._flush_history()
 
     def flush(self) -> None:
+        self._flush_history()
+        self.sections.flush()
+
+    def _flush_history(self) -> None:
         batch, self.pending = self.pending, []
         if not batch:
             return

@@ -133,7 +133,21 @@ class RunStateItem:
     status_changes: tuple[StatusChangeItem, ...]
 
 
-Item = RunItem | DefinitionItem | BoardItem | DocumentItem | SkippedItem | RunStateItem
+@dataclass(frozen=True)
+class SectionItem:
+    """One line of a dump's section (records/sources/dump.py): reruns, evidence, notes, reports.
+
+    The reader checks only the file's sha256 and that the line is JSON; the app
+    that owns the section validates and applies it (runs/dump_sections.py).
+    """
+
+    path: str
+    file: str
+    line: int
+    value: Any
+
+
+Item = RunItem | DefinitionItem | BoardItem | DocumentItem | SkippedItem | RunStateItem | SectionItem
 
 
 class Adapter(Protocol):

@@ -12,12 +12,19 @@ reads it back as one import unit, all or nothing. The folder holds:
 - `history.jsonl.gz`: each run's publication date, every version (digest,
   import time, declared digests), its withdrawal and its withdrawals and restores;
 - `documents.jsonl.gz`: every stored document, one canonical JSON a line, by digest;
+- from version 2, the sections the manifest lists under `sections`, in the
+  order an import applies them: `reruns.jsonl.gz` (finished reruns, by number)
+  and `evidence.jsonl.gz` (each run's evidence level and its changes), whose
+  lines are described here, then the sections other apps register
+  (attestations: `notes.jsonl.gz`, `reports.jsonl.gz`);
 - `README.txt`: this, for people.
 
 Every JSON line is canonical (RFC 8785) and every file is sorted, and the
 gzip headers carry no name and no time, so the same index always gives the
 same bytes. The reader checks every file against the manifest's sha256
-before it reads a line.
+before it reads a line. It yields a section's lines as SectionItems, JSON
+checked and nothing more: the app that owns a section validates its lines
+(with the line models below for runs' own) and applies them.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -45,6 +53,7 @@ from records.sources.base import (
     Progress,
     ReferenceItem,
     RunStateItem,
+    SectionItem,
     SourceRecord,
     StatusChangeItem,
     VersionItem,
@@ -54,7 +63,9 @@ from records.sources.base import (
 )
 
 FORMAT = "kernelindex-dump"
-VERSION = 1
+# Version 2 added the sections (reruns, evidence, notes, reports); a version 1 dump, which has none, still reads.
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
 MANIFEST_FILE = "manifest.json"
 README_FILE = "README.txt"
 DEFINITIONS_FILE = "definitions.jsonl.gz"
@@ -62,9 +73,12 @@ BOARDS_FILE = "boards.jsonl.gz"
 RUNS_FILE = "runs.jsonl.gz"
 HISTORY_FILE = "history.jsonl.gz"
 DOCUMENTS_FILE = "documents.jsonl.gz"
+RERUNS_FILE = "reruns.jsonl.gz"
+EVIDENCE_FILE = "evidence.jsonl.gz"
 # In the order an import reads them: definitions and boards first, so that runs find them; the runs'
 # history once the runs are in; the documents last, when nearly all of them are stored already.
 DATA_FILES = (DEFINITIONS_FILE, BOARDS_FILE, RUNS_FILE, HISTORY_FILE, DOCUMENTS_FILE)
+DATA_FILE_NAME = re.compile(r"^[a-z]+\.jsonl\.gz$")
 HASH_CHUNK = 1 << 20
 COMPRESS_LEVEL = 6
 
@@ -109,13 +123,16 @@ def write_lines(folder: Path, name: str, lines: Iterator[str]) -> WrittenFile:
     return WrittenFile(name, hashing.hash.hexdigest(), hashing.size, count)
 
 
-def manifest_json(files: list[WrittenFile], counts: dict[str, int]) -> str:
-    """The dump's manifest.json: sorted keys and a fixed layout, so it is reproducible too."""
+def manifest_json(files: list[WrittenFile], counts: dict[str, int], sections: list[str]) -> str:
+    """The dump's manifest.json: sorted keys and a fixed layout, so it is reproducible too.
+
+    `sections` are the section files, in the order an import applies them."""
     manifest = {
         "format": FORMAT,
         "version": VERSION,
         "counts": counts,
         "files": {f.name: {"sha256": f.sha256, "bytes": f.bytes, "lines": f.lines} for f in files},
+        "sections": sections,
     }
     return json.dumps(manifest, indent=2, sort_keys=True) + "\n"
 
@@ -134,6 +151,7 @@ class DumpManifest(SourceRecord):
     version: int
     files: dict[str, DumpFile]
     counts: dict[str, int] = Field(default_factory=dict)
+    sections: list[str] = Field(default_factory=list)
 
 
 class CaseLine(SourceRecord):
@@ -194,6 +212,56 @@ class StatusChangeLine(SourceRecord):
     at: str
 
 
+class RerunLine(SourceRecord):
+    """A finished KernelIndex rerun as its run page shows it (reruns.jsonl.gz), by its public number.
+
+    Never who asked for it, the worker that ran it, or its log. Only finished
+    reruns are dumped: a queued one imported into a mirror would be sent to
+    the mirror's own workers.
+    """
+
+    number: int = Field(ge=1)
+    run: str = Field(min_length=1, max_length=16)
+    runDigest: str
+    hardware: str = Field(max_length=64)
+    state: str = Field(pattern=r"^(succeeded|failed|cancelled)$")
+    reason: str
+    requestedAt: str
+    startedAt: str | None
+    finishedAt: str | None
+    retryAt: str | None
+    attempts: int = Field(ge=0)
+    harnessSeconds: float | None
+    failureStatus: str = Field(max_length=32)
+    failureReason: str
+    verdict: str = Field(pattern=r"^(reproduced|not_reproduced|)$")
+    verdictReason: str
+    ruleVersion: int | None = Field(ge=0, le=32767)
+    tolerance: float | None
+    # The run that holds the rerun's measurement (a run of source kernelindex in runs.jsonl.gz), and its digest.
+    resultRun: str | None
+    resultDigest: str | None
+
+
+class EvidenceChangeLine(SourceRecord):
+    at: str
+    # "from" is a Python keyword: the line spells it "from", the model "previous".
+    previous: str = Field(alias="from", pattern=r"^(reported|reproduced|not_reproduced)$")
+    to: str = Field(pattern=r"^(reported|reproduced|not_reproduced)$")
+    rerun: int = Field(ge=1)
+    ruleVersion: int | None = Field(ge=0, le=32767)
+    tolerance: float | None
+
+
+class EvidenceLine(SourceRecord):
+    """A run's evidence level and every change of it, oldest first (evidence.jsonl.gz), for each run whose
+    level is not "reported" or has ever changed."""
+
+    run: str = Field(min_length=1, max_length=16)
+    level: str = Field(pattern=r"^(reported|reproduced|not_reproduced)$")
+    changes: list[EvidenceChangeLine]
+
+
 class HistoryLine(SourceRecord):
     source: str = Field(min_length=1, max_length=32)
     externalId: str = Field(min_length=1, max_length=255)
@@ -222,15 +290,21 @@ class DumpAdapter:
 
     def read(self, path: Path, progress: Progress = None) -> Iterator[Item]:
         manifest = self._manifest(path)
-        for name in DATA_FILES:
+        for name in (*DATA_FILES, *manifest.sections):
             if name not in manifest.files:
                 raise RecordError(path / MANIFEST_FILE, None, "files", f"the dump lists no {name}")
-            check_sha256(path / name, manifest.files[name].sha256)
+        # Every file the manifest lists is checked before a line is read, so a damaged one writes nothing.
+        for name, entry in sorted(manifest.files.items()):
+            check_sha256(path / name, entry.sha256)
         try:
             yield from _definitions(path / DEFINITIONS_FILE, progress)
             yield from _boards(path / BOARDS_FILE, progress)
             yield from _runs(path / RUNS_FILE, progress)
             yield from _history(path / HISTORY_FILE, progress)
+            # After the runs' history (which needs the runs), before the documents: a section's lines
+            # name runs, never documents.
+            for name in manifest.sections:
+                yield from _section(path, name, progress)
             yield from _documents(path / DOCUMENTS_FILE, progress)
         except (OSError, EOFError) as error:  # a file whose sha256 matched, but whose gzip stream is broken
             raise RecordError(path, None, None, f"cannot decompress: {error}") from None
@@ -238,10 +312,20 @@ class DumpAdapter:
     def _manifest(self, path: Path) -> DumpManifest:
         manifest_path = path / MANIFEST_FILE
         manifest = validate_record(DumpManifest, read_json_file(manifest_path), manifest_path, None)
-        if manifest.format != FORMAT or manifest.version != VERSION:
+        if manifest.format != FORMAT or manifest.version not in READABLE_VERSIONS:
+            readable = " and ".join(str(v) for v in READABLE_VERSIONS)
             raise RecordError(
-                manifest_path, None, "version", f"a {manifest.format} version {manifest.version}; this reads {VERSION}"
+                manifest_path,
+                None,
+                "version",
+                f"a {manifest.format} version {manifest.version}; this reads versions {readable}",
             )
+        for name in manifest.files:
+            if not DATA_FILE_NAME.match(name):  # a name is a file in this folder, never a path out of it
+                raise RecordError(manifest_path, None, "files", f"{name!r} is not a dump file's name")
+        for name in manifest.sections:
+            if name in DATA_FILES or manifest.sections.count(name) > 1:
+                raise RecordError(manifest_path, None, "sections", f"{name} cannot be a section")
         return manifest
 
 
@@ -313,6 +397,12 @@ def _history(path: Path, progress: Progress) -> Iterator[RunStateItem]:
                 for i, c in enumerate(h.statusChanges)
             ),
         )
+
+
+def _section(folder: Path, name: str, progress: Progress) -> Iterator[SectionItem]:
+    path = folder / name
+    for line, value in iter_json_lines(path, progress):
+        yield SectionItem(str(path), name, line, value)
 
 
 def _documents(path: Path, progress: Progress) -> Iterator[DocumentItem]:

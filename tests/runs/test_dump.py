@@ -32,7 +32,8 @@ from runs.services import restore_run, withdraw_run
 from tests.conftest import SEED_MANIFEST, ImportRuns
 from tests.pages import sol_records, visible_text, write_jsonl
 
-DUMP_FILES = {"manifest.json", "README.txt", *dumps.dump_format.DATA_FILES}
+SECTION_FILES = {"reruns.jsonl.gz", "evidence.jsonl.gz", "notes.jsonl.gz", "reports.jsonl.gz"}
+DUMP_FILES = {"manifest.json", "README.txt", *dumps.dump_format.DATA_FILES, *SECTION_FILES}
 
 
 @pytest.fixture
@@ -90,9 +91,9 @@ def test_a_dump_made_twice_is_byte_identical(tmp_path: Path) -> None:
     second = dump_into(tmp_path / "second")
     assert set(first) == DUMP_FILES
     assert first == second
-    for name in dumps.dump_format.DATA_FILES:
+    for name in (*dumps.dump_format.DATA_FILES, *SECTION_FILES):
         assert first[name][4:8] == b"\0\0\0\0"  # the gzip header's time
-        assert gzip.decompress(first[name])  # and a complete stream
+        assert gzip.decompress(first[name]) or name in SECTION_FILES  # a complete stream (none rerun here)
 
 
 @pytest.mark.usefixtures("index")
@@ -102,9 +103,10 @@ def test_documents_are_canonical_lines_sorted_by_digest(tmp_path: Path) -> None:
     digests = ["sha256:" + hashlib.sha256(line.encode()).hexdigest() for line in lines]
     assert digests == sorted(Document.objects.values_list("digest", flat=True))
     manifest = json.loads(files["manifest.json"])
-    assert (manifest["format"], manifest["version"]) == ("kernelindex-dump", 1)
+    assert (manifest["format"], manifest["version"]) == ("kernelindex-dump", 2)
+    assert manifest["sections"] == ["reruns.jsonl.gz", "evidence.jsonl.gz", "notes.jsonl.gz", "reports.jsonl.gz"]
     assert manifest["counts"]["documents"] == len(lines)
-    for name in dumps.dump_format.DATA_FILES:
+    for name in (*dumps.dump_format.DATA_FILES, *SECTION_FILES):
         assert manifest["files"][name]["sha256"] == hashlib.sha256(files[name]).hexdigest()
     assert "sorted by digest" in files["README.txt"].decode()
 
