@@ -137,3 +137,18 @@ def count_notes(run_ids: Iterable[int]) -> None:
     ids = sorted(set(run_ids))
     if ids:
         Run.objects.filter(pk__in=ids).update(note_count=count_per_run(Attestation.objects.approved()))
+
+
+@receiver([post_save, post_delete], sender=IssueReport)
+def count_issue_reports_on_save(sender: type[IssueReport], instance: IssueReport, **kwargs: Any) -> None:
+    """Through every save and delete (a queryset's delete sends it for each row); moderation changes a report's
+    status, never whether the public sees it."""
+    count_issue_reports([instance.run_id])
+
+
+def count_issue_reports(run_ids: Iterable[int]) -> None:
+    """Keep the runs' counts of issue reports (Run.issue_report_count), all of them public in kind, date and
+    status, by which a run page knows whether to read them."""
+    ids = sorted(set(run_ids))
+    if ids:
+        Run.objects.filter(pk__in=ids).update(issue_report_count=count_per_run(IssueReport.objects.all()))

@@ -366,8 +366,16 @@ class RerunOf:
     request_id: int
 
 
+RERUN_EXTERNAL_PREFIX = "rerun/"
+
+
 def rerun_external_id(of: RerunOf) -> str:
-    return f"rerun/{of.run_id}/{of.request_id}"
+    return f"{RERUN_EXTERNAL_PREFIX}{of.run_id}/{of.request_id}"
+
+
+def may_be_rerun_result(source: str, external_id: str) -> bool:
+    """Whether a run may be a rerun's result, by the id rerun_manifest gives it; every other run is not."""
+    return source == NATIVE_SOURCE and external_id.startswith(RERUN_EXTERNAL_PREFIX)
 
 
 def rerun_manifest(

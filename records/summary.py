@@ -78,6 +78,8 @@ class RunSummary(NamedTuple):
     source_score: float | None
     on_public_board: bool
     observed_at: datetime | None
+    # The implementation's author, where its document names one.
+    author: str = ""
 
 
 def summarize(item: RunItem) -> RunSummary:
@@ -120,6 +122,7 @@ def summarize(item: RunItem) -> RunSummary:
         float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
         native.get("submissionMode") != "private",
         parse_timestamp(spec["observedAt"]) if spec.get("observedAt") else None,
+        (implementation.value["spec"].get("author") or "") if implementation else "",
     )
 
 

@@ -26,7 +26,15 @@ from records.identity import NATIVE_SOURCE, run_id_for
 from records.manifest import manifest_item
 from records.reading import ReadItem, read_in_process, summarized
 from records.sources import ImportUnit
-from records.sources.base import BoardItem, DefinitionItem, DocumentItem, Progress, RunStateItem, SkippedItem
+from records.sources.base import (
+    BoardItem,
+    DefinitionItem,
+    DocumentItem,
+    Progress,
+    RunStateItem,
+    SectionItem,
+    SkippedItem,
+)
 from records.summary import DefinitionRef, GroupRef, RunSummary, summarize
 from runs.bulk import BulkInserter
 from runs.dumps import RunStateWriter
@@ -67,6 +75,7 @@ RUN_INDEX_FIELDS = [
     "title",
     "implementation_name",
     "project",
+    "author",
     "hardware",
     "status",
     "primary_statistic",
@@ -252,7 +261,7 @@ class UnitImporter:
         self.definition_ids: dict[tuple[str, str], int] = {}
         self.group_ids: dict[str, int] = {}
         self.written_digests: set[str] = set()
-        # A dump's history of its runs (runs/dumps.py), applied once the runs it describes are written.
+        # A dump's history of its runs and its sections (runs/dumps.py), applied once the runs they name are written.
         self.run_states = RunStateWriter(log.started_at, log.pk)
 
     def add_all(self, items: Iterable[ReadItem]) -> None:
@@ -267,7 +276,7 @@ class UnitImporter:
                 self.write_board(item)
             elif isinstance(item, DocumentItem):
                 self.write_document(item)
-            elif isinstance(item, RunStateItem):
+            elif isinstance(item, (RunStateItem, SectionItem)):
                 self.flush()
                 self.run_states.add(item)
             elif isinstance(item, SkippedItem):
@@ -440,6 +449,7 @@ class UnitImporter:
             run.title[:500],
             run.implementation_name[:255],
             run.project[:255],
+            run.author[:255],
             run.group.hardware,
             run.status,
             run.primary_statistic,

@@ -204,6 +204,12 @@ RANKED = RANKABLE & ~NOT_REPRODUCED
 DEMOTED = RANKABLE & NOT_REPRODUCED
 UNRANKED_MEASURED = LISTED & Q(latency_ns__isnull=False) & ~Q(status__in=RANKABLE_STATUSES)
 UNMEASURED = LISTED & Q(latency_ns=None)
+# A source-ordered leaderboard (runs.selectors.source_order): the runs on the source's board by its rank, those a
+# rerun did not reproduce after all the others.
+ON_BOARD = LISTED & Q(source_rank__isnull=False) & ~NOT_REPRODUCED
+BOARD_DEMOTED = LISTED & Q(source_rank__isnull=False) & NOT_REPRODUCED
+# Runs whose implementation names an author (runs.search reads them through indexes on this condition).
+AUTHORED = ~Q(author="")
 
 
 # The date lists sort by, and the order itself; the run_newest index is on exactly these expressions.
@@ -237,11 +243,12 @@ class Run(models.Model):
     """A run's permalink and the index fields of its current version."""
 
     class Status(models.TextChoices):
-        PASSED = "passed"
-        FAILED = "failed"
-        ERROR = "error"
-        TIMEOUT = "timeout"
-        MEASURED = "measured"
+        # The one spelling of each status; tables, legends and sentences read it here (STATUS_LABELS).
+        PASSED = "passed", "Passed"
+        FAILED = "failed", "Failed"
+        ERROR = "error", "Error"
+        TIMEOUT = "timeout", "Timeout"
+        MEASURED = "measured", "Measured"
 
     class Evidence(models.TextChoices):
         # The one spelling of each level; every page, twin and legend reads it here (EVIDENCE_LABELS).
@@ -270,6 +277,8 @@ class Run(models.Model):
     title = models.CharField(max_length=500)
     implementation_name = models.CharField(max_length=255)
     project = models.CharField(max_length=255, blank=True)
+    # The implementation's author, where its Implementation document names one (spec.author).
+    author = models.CharField(max_length=255, blank=True)
     hardware = models.CharField(max_length=200)
 
     status = models.CharField(max_length=16, choices=Status.choices)
@@ -283,10 +292,12 @@ class Run(models.Model):
     source_rank = models.PositiveIntegerField(null=True, blank=True)
     on_public_board = models.BooleanField(default=True)
     # How many of each the run has, kept by their writers (runs.figures), so that its page asks only for what
-    # it has: reruns requested, evidence changes, approved notes and reproductions.
+    # it has: reruns requested, evidence changes, approved notes and reproductions, and issue reports (counted by
+    # attestations, which owns those rows).
     rerun_count = models.PositiveIntegerField(default=0)
     evidence_change_count = models.PositiveIntegerField(default=0)
     note_count = models.PositiveIntegerField(default=0)
+    issue_report_count = models.PositiveIntegerField(default=0)
 
     observed_at = models.DateTimeField(null=True, blank=True)
     published_at = models.DateTimeField(auto_now_add=True)
@@ -310,9 +321,9 @@ class Run(models.Model):
                 fields=["group", "latency_ns", "run_id"], name="run_group_unranked", condition=UNRANKED_MEASURED
             ),
             models.Index(fields=["group", "run_id"], name="run_group_unmeasured", condition=UNMEASURED),
-            models.Index(
-                "group", "source_rank", "run_id", name="run_group_source_rank", condition=Q(source_rank__isnull=False)
-            ),
+            # A source-ordered group's board runs, in the source's order, then those a rerun did not reproduce.
+            models.Index("group", "source_rank", "run_id", name="run_group_source_rank", condition=ON_BOARD),
+            models.Index("group", "source_rank", "run_id", name="run_group_source_demoted", condition=BOARD_DEMOTED),
             # Lists page newest first by keyset (runs/keyset.py): each reads its page from one of these.
             # (Ascending: PostgreSQL reads them backwards, and a row comparison bounds the scan.)
             models.Index(DATED, "run_id", name="run_newest"),
@@ -329,6 +340,9 @@ class Run(models.Model):
             models.Index(Upper("implementation_name"), name="run_implementation_upper"),
             GistIndex(OpClass(Upper("implementation_name"), name="gist_trgm_ops"), name="run_implementation_trgm"),
             GistIndex(OpClass(Upper("project"), name="gist_trgm_ops"), name="run_project_trgm"),
+            # Most runs name no author: both author indexes hold only those that do (AUTHORED).
+            models.Index(Upper("author"), name="run_author_upper", condition=AUTHORED),
+            GistIndex(OpClass(Upper("author"), name="gist_trgm_ops"), name="run_author_trgm", condition=AUTHORED),
         ]
 
     def __str__(self) -> str:
@@ -365,6 +379,8 @@ EVIDENCE_MEANINGS: dict[str, str] = {
     INCONCLUSIVE: "A rerun could not decide (too noisy, or the evaluation itself failed); it changes "
     "nothing and is retried.",
 }
+# A status as pages name it, for values read from documents (a case's status) as well as from rows.
+STATUS_LABELS: dict[str, str] = dict(Run.Status.choices)
 # Two statuses readers confuse: a passed run was checked for correctness, a measured one was only timed.
 STATUS_MEANINGS: dict[str, str] = {
     Run.Status.PASSED: "Its outputs were checked against the definition's reference and were correct.",
@@ -389,6 +405,10 @@ class RunVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run} {self.digest[:19]}"
+
+
+# What a rerun can decide about the run it reran: one of the evidence levels, in their spelling; never "reported".
+VERDICTS = [(level.value, level.label) for level in (Run.Evidence.REPRODUCED, Run.Evidence.NOT_REPRODUCED)]
 
 
 class RerunRequestQuerySet(models.QuerySet["RerunRequest"]):
@@ -432,7 +452,8 @@ class RerunRequest(models.Model):
     result_run = models.OneToOneField(
         Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="rerun_result_of"
     )
-    verdict = models.CharField(max_length=16, blank=True, help_text="reproduced, not_reproduced, or empty.")
+    # The level a conclusive rerun decided; empty while it has not decided, and when it could not (inconclusive).
+    verdict = models.CharField(max_length=16, blank=True, choices=VERDICTS)
     verdict_reason = models.TextField(blank=True)
     # The evidence rule that decided the verdict (records.rerun.RULE_VERSION) and its tolerance, a fraction.
     rule_version = models.PositiveSmallIntegerField(null=True, blank=True)

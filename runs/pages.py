@@ -10,7 +10,9 @@ charts, citations, forms) and take the request's parameters as plain values.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from functools import cache
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.paginator import EmptyPage, Page, PageNotAnInteger, Paginator
@@ -59,6 +61,8 @@ from runs.selectors import (
     runs_documents,
     uses_source_order,
 )
+from web.cache import fragment_stamp, release_id
+from web.scopes import group_scope
 
 
 def paginate(items: Any, number: str | None, per_page: int | None = None) -> Page[Any]:
@@ -106,6 +110,18 @@ def list_size(page: KeysetPage, runs: QuerySet[Run], parts: list[Part]) -> tuple
 
 # -- the run page ----------------------------------------------------------------
 
+# The run page's sections drawn from its documents alone (measurements, protocol, environment, files, manifest)
+# are kept as template fragments keyed by the run's digest (and the release), so that a page rendered again
+# (after a write retired it) skips them; a day, so that fragments of runs nobody reads again expire.
+DOCUMENT_FRAGMENT_SECONDS = 24 * 3600
+T = TypeVar("T")
+
+
+def once(compute: Callable[[], T]) -> Callable[[], T]:
+    """A value the template computes when it first needs it (Django calls a callable variable), then reuses:
+    nothing, where the fragment that shows it comes from the cache."""
+    return cache(compute)
+
 
 def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: bool) -> dict[str, Any]:
     """Everything the run page shows, from the run's documents (selectors.run_documents)."""
@@ -114,15 +130,13 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
     workload, implementation = values.get("workload"), values.get("implementation")
     cases = display.case_count(run_doc, workload, run.definition.case_count if run.definition else 0)
     identity = display.implementation_rows(implementation, run.title, run.source, run.external_id)
-    manifest = run_manifest_text(run, documents)
-    axes_by_uuid = display.workload_axes(workload)
     reruns = reruns_section(run, values.get("environment"), may_request_rerun=may_request_rerun, workload=workload)
     origin = reruns["rerun_origin"]
     rank = run_rank(run)
     return {
         "run": run,
         "rank": rank,
-        "group_size": group_size(run),
+        "group_size": once(lambda: group_size(run)),  # shown beside a group's first run only
         "board": board_for(run.group) if rank.source_native else None,
         "status_meaning": STATUS_MEANINGS.get(run.status, ""),
         "documents": documents,
@@ -132,19 +146,27 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
         "correctness": display.correctness_sentence(run_doc, protocol, run.evidence, by_rerun=origin is not None),
         "comparator": (display.spec_of(protocol).get("correctness") or {}).get("comparator", ""),
         "comparator_description": display.comparator_description(protocol),
-        "measurements": display.measurements(run_doc),
-        "case_results": display.case_rows(display.spec_of(run_doc).get("cases") or [], axes_by_uuid),
-        "protocol_rows": display.protocol_rows(protocol),
-        "environment_rows": display.environment_rows(environment),
+        "fragment_seconds": DOCUMENT_FRAGMENT_SECONDS,
+        "release": release_id(),
+        "measurements": once(lambda: display.measurements(run_doc)),
+        "case_results": once(
+            lambda: display.case_rows(display.spec_of(run_doc).get("cases") or [], display.workload_axes(workload))
+        ),
+        "protocol_rows": once(lambda: display.protocol_rows(protocol)),
+        "environment_rows": once(lambda: display.environment_rows(environment)),
         "hardware": display.environment_hardware(environment) if environment else run.hardware,
-        "published_files": display.published_files(implementation),
-        "entry_point": display.entry_point_line(implementation),
+        "published_files": once(lambda: display.published_files(implementation)),
+        "entry_point": once(lambda: display.entry_point_line(implementation)),
         "versions": list(run.versions.all()),
-        "manifest_pretty": json.dumps(json.loads(manifest), indent=2, ensure_ascii=False),
+        "manifest_pretty": once(lambda: pretty_manifest(run, documents)),
         "citation": citation(run, identity.implementation),
         # The run counts what it has (runs.figures): a run without notes asks for none.
         **reruns,
     }
+
+
+def pretty_manifest(run: Run, documents: dict[str, Document]) -> str:
+    return json.dumps(json.loads(run_manifest_text(run, documents)), indent=2, ensure_ascii=False)
 
 
 def citation(run: Run, author: str) -> Citation:
@@ -205,6 +227,8 @@ def deciding_rerun(reruns: list[RerunRow]) -> RerunRow | None:
 
 def group_page(group: ComparisonGroup, after: str | None, highlight_id: str) -> dict[str, Any]:
     """A group's leaderboard, its reference rows, the source's board and the charts, one run highlighted."""
+    # Read before the queries: a chart drawn from data a write then changes is kept under the stamp it retired.
+    chart_stamp = fragment_stamp(group_scope(group.key))
     source_order = uses_source_order(group)
     highlight = _highlighted_run(group, highlight_id)
     references = references_for(group)
@@ -216,7 +240,11 @@ def group_page(group: ComparisonGroup, after: str | None, highlight_id: str) -> 
         "references": references,
         "board": board,
         "highlight": highlight,
-        "latency_chart": _latency_chart(group, highlight, references),
+        # The latency chart is the same on every page of the leaderboard: kept as a fragment until a write
+        # retires the group (or the site), read then instead of its 400 runs.
+        "chart_stamp": chart_stamp,
+        "fragment_seconds": DOCUMENT_FRAGMENT_SECONDS,
+        "latency_chart": once(lambda: _latency_chart(group, highlight, references)),
         "score_chart": _score_chart(board, highlight),
     }
 

@@ -9,11 +9,14 @@ read from an index in its own order:
    query that is an id of runs that exist matches those runs alone;
 2. the runs of a definition whose name or title is the query;
 3. runs whose implementation's name is the query (a btree on its upper case);
-4. the runs of definitions whose name or title contains it (the definitions
+4. runs whose implementation's author is the query (a btree on its upper case,
+   holding only the runs that name an author);
+5. the runs of definitions whose name or title contains it (the definitions
    are a few hundred rows; their runs come from the (definition, date) index);
-5. runs whose implementation or project name contains it, for queries of 3
-   characters or more: on PostgreSQL through the trigram indexes of migration
-   0007, which serve Django's case-insensitive lookups; elsewhere a table scan.
+6. runs whose implementation, project or author name contains it, for queries
+   of 3 characters or more: on PostgreSQL through the trigram indexes of
+   migrations 0007 and 0011, which serve Django's case-insensitive lookups;
+   elsewhere a table scan.
 
 A run is listed once, in the first part it matches. Nothing counts every match:
 pages show a bounded count (runs.search.bounded_count).
@@ -30,7 +33,7 @@ from django.db.models.functions import Upper
 from records.identity import RUN_ID_LENGTH
 from records.sources import SOURCES
 from runs.keyset import Part
-from runs.models import NEWEST_KEYS, Definition, Run
+from runs.models import AUTHORED, NEWEST_KEYS, Definition, Run
 
 # A shorter prefix of a run id matches too many runs to be what someone meant.
 MIN_ID_PREFIX = 4
@@ -65,10 +68,12 @@ def search_parts(text: str) -> list[Part]:
         ("id", by_id),
         ("definition", _definition_match(query, exact=True)),
         ("name", _exact_name(query)),
+        ("author", _exact_author(query)),
         ("definition-partial", _definition_match(query, exact=False)),
     ]
     if len(query) >= MIN_FRAGMENT:
-        matches.append(("name-partial", Q(implementation_name__icontains=query) | Q(project__icontains=query)))
+        names = Q(implementation_name__icontains=query) | Q(project__icontains=query)
+        matches.append(("name-partial", names | (AUTHORED & Q(author__icontains=query))))
     parts: list[Part] = []
     earlier = Q()
     for name, match in matches:
@@ -92,6 +97,13 @@ def _exact_name(query: str) -> Q:
     """
     upper = Upper(Value(query))
     return Q(implementation_name__upper__gte=upper, implementation_name__upper__lte=upper)
+
+
+def _exact_author(query: str) -> Q:
+    """An implementation whose author is exactly the query, in any case: a closed range on UPPER(author), as
+    _exact_name, with the condition of the btree run_author_upper, which holds only the runs naming an author."""
+    upper = Upper(Value(query))
+    return AUTHORED & Q(author__upper__gte=upper, author__upper__lte=upper)
 
 
 def _id_match(query: str) -> Q:

@@ -15,13 +15,15 @@ from django.utils import timezone
 
 from records.canonical import is_digest, parse_json
 from records.manifest import manifest_text
+from records.rerun import may_be_rerun_result
 from records.schema import REFERENCE_FIELDS
 from records.sources import SOURCES, SourceInfo
 from records.sources.hardware import hardware_class, hardware_class_of
 from runs.keyset import KeysetPage, Part, decode, read_page
 from runs.models import (
+    BOARD_DEMOTED,
     DEMOTED,
-    LISTED,
+    ON_BOARD,
     RANKED,
     UNMEASURED,
     UNRANKED_MEASURED,
@@ -175,7 +177,9 @@ class RankInfo:
 
 def uses_source_order(group: ComparisonGroup) -> bool:
     """A group is ordered as its source orders it when the source publishes an order and a board."""
-    return bool(group.native_order) and group.runs.filter(source_rank__isnull=False).exists()
+    if not group.native_order:
+        return False
+    return group.runs.filter(ON_BOARD | BOARD_DEMOTED).exists()
 
 
 def run_rank(run: Run) -> RankInfo:
@@ -183,6 +187,8 @@ def run_rank(run: Run) -> RankInfo:
     if run.withdrawn_at is not None:
         return RankInfo(None, False, "Not ranked: this run was withdrawn.", None)
     if group.native_order and run.source_rank is not None:
+        if _demoted(run):  # as source_order lists it: after the board's other runs, without a rank
+            return RankInfo(None, True, _demoted_on_board(run), None)
         return RankInfo(run.source_rank, True, "", _top_by_source(group))
     if group.native_order and not run.on_public_board:
         return RankInfo(None, True, "Not ranked: a private submission, never on the source's public board.", None)
@@ -192,8 +198,15 @@ def run_rank(run: Run) -> RankInfo:
     return RankInfo(position, False, "", group.best_run)
 
 
+def _demoted_on_board(run: Run) -> str:
+    return (
+        f"Not ranked: a KernelIndex rerun did not reproduce it, so it is listed after the board's other runs "
+        f"(rank {run.source_rank} on the source's public board)."
+    )
+
+
 def _top_by_source(group: ComparisonGroup) -> Run | None:
-    return group.runs.listed().exclude(source_rank=None).order_by("source_rank", "run_id").first()
+    return group.runs.filter(ON_BOARD).order_by("source_rank", "run_id").first()
 
 
 # -- leaderboards ------------------------------------------------------------------
@@ -230,18 +243,22 @@ def _demoted(run: Run) -> bool:
 
 
 def source_order() -> tuple[LeaderboardPart, ...]:
-    """A source-ordered group: the runs on the source's board by their rank there, then the others in
-    KernelIndex's order, unnumbered."""
+    """A source-ordered group: the runs on the source's board numbered by their rank there; then, unnumbered,
+    those of them a rerun did not reproduce (still in the board's order: no run a rerun did not reproduce is
+    listed above one it did not judge so), then the others in KernelIndex's order. Each part is read from an
+    index of its own (runs.models: ON_BOARD, BOARD_DEMOTED)."""
+    by_rank = ("source_rank", "run_id")
     on_board = LeaderboardPart(
-        Part("source", LISTED & Q(source_rank__isnull=False), ("source_rank", "run_id")),
-        True,
-        lambda run: run.source_rank is not None,
+        Part("source", ON_BOARD, by_rank), True, lambda run: run.source_rank is not None and not _demoted(run)
+    )
+    demoted = LeaderboardPart(
+        Part("source-demoted", BOARD_DEMOTED, by_rank), False, lambda run: run.source_rank is not None
     )
     off_board = (
         LeaderboardPart(Part(f"off-{p.part.name}", p.part.where & Q(source_rank=None), p.part.keys), False, p.holds)
         for p in latency_order()
     )
-    return (on_board, *off_board)
+    return (on_board, demoted, *off_board)
 
 
 def latency_position(run: Run) -> int | None:
@@ -394,7 +411,10 @@ def evidence_history(run: Run) -> list[EvidenceChange]:
 
 
 def rerun_origin(result: Run) -> RerunRequest | None:
-    """The rerun request whose result this run is (with the run it reran); None for every other run."""
+    """The rerun request whose result this run is (with the run it reran); None for every other run, which
+    its id tells without a query."""
+    if not may_be_rerun_result(result.source, result.external_id):
+        return None
     return RerunRequest.objects.select_related("run").filter(result_run=result).first()
 
 
@@ -402,7 +422,7 @@ def group_size(run: Run) -> int:
     """How many runs its group's ranking holds, in the order the run page names: the runs with a place on
     the source's board for a source-ordered group, else the runs KernelIndex ranks by latency."""
     if run.group.native_order and run.source_rank is not None:
-        return run.group.runs.listed().exclude(source_rank=None).count()
+        return Run.objects.filter(ON_BOARD, group_id=run.group_id).count()
     # The ranked runs are counted on the group (runs.figures); those ranked after them are few, in an index of
     # their own.
     return run.group.ranked_count + Run.objects.filter(DEMOTED, group_id=run.group_id).count()

@@ -141,6 +141,16 @@ def scope_generations(scopes: Iterable[str], found: dict[str, Any] | None = None
     return tuple((scope, int(found.get(scope_key(scope)) or 0)) for scope in names)
 
 
+def fragment_stamp(*scopes: str) -> str:
+    """The site generation, the release and these scopes' generations, in one read: part of the key of a
+    template fragment that shows those scopes (a group's chart), so that a write retiring them, or a deploy,
+    retires the fragment with the pages. Read it before the queries the fragment shows."""
+    found = cache.get_many([GENERATION_KEY, *(scope_key(scope) for scope in scopes)])
+    site = found.get(GENERATION_KEY) or current_generation()
+    generations = [str(generation) for _, generation in scope_generations(scopes, found)]
+    return "-".join([str(site), release_id(), *generations])
+
+
 def add_page_scopes(request: HttpRequest, *scopes: str) -> None:
     """Scopes a view learns while rendering (a run page, its group); their generations are read now, before
     the queries that show them."""

@@ -21,8 +21,9 @@ def run_notes(run: Run) -> list[Attestation]:
 
 @register.simple_tag
 def run_issue_reports(run: Run) -> list[IssueReport]:
-    """The run's issue reports as the public sees them: kind, date and status."""
-    return public_issue_reports(run)
+    """The run's issue reports as the public sees them: kind, date and status; no query for a run that has none
+    (Run.issue_report_count)."""
+    return public_issue_reports(run) if run.issue_report_count else []
 
 
 @register.filter

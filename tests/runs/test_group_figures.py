@@ -11,8 +11,8 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
-from attestations.models import Attestation
-from attestations.services import moderate_attestations
+from attestations.models import Attestation, IssueReport
+from attestations.services import moderate_attestations, set_report_status
 from runs.models import ComparisonGroup, RerunRequest, Run
 from runs.reruns import HarnessOutcome, claim_rerun, record_result, request_rerun
 from runs.services import restore_run, withdraw_run
@@ -99,3 +99,12 @@ def test_run_counters_follow_reruns_evidence_and_notes(moderator: User, demo: Ca
     notes[0].delete()
     run.refresh_from_db()
     assert run.note_count == 1
+
+    # Issue reports: each one counts (the public sees every report's kind, date and status), whatever its status.
+    reports = [IssueReport.objects.create(run=run, category="other", body=f"report {i}") for i in range(2)]
+    set_report_status(IssueReport.objects.filter(pk=reports[0].pk), "dismissed", moderator)
+    run.refresh_from_db()
+    assert run.issue_report_count == 2
+    reports[1].delete()
+    run.refresh_from_db()
+    assert run.issue_report_count == 1

@@ -207,12 +207,29 @@ def test_a_source_ordered_leaderboard_says_what_its_ranks_are(
     import_runs(sample / "sol-execbench")
     run = Run.objects.exclude(source_rank=None).order_by("source_rank").first()
     assert run is not None and run.group.native_order
+    # Another board run in its group, ranked below it on the source's board.
+    other = Run.objects.exclude(source_rank=None).exclude(group=run.group).first()
+    assert other is not None
+    Run.objects.filter(pk=other.pk).update(group=run.group, source_rank=run.source_rank + 3)
     Run.objects.filter(pk=run.pk).update(evidence=Run.Evidence.NOT_REPRODUCED)
-    refresh_group_figures([run.group_id])
+    refresh_group_figures([run.group_id, other.group_id])
     html = client.get(run.group.get_absolute_url()).content.decode()
     text = visible_text(html)
-    # The statement says what the rank column does: here the source's rank, kept, with the badge beside it.
-    assert "The ranks are the source's own board's; a run that a KernelIndex rerun did not reproduce keeps" in text
-    row = re.search(rf'<td class="num rank"[^>]*>(\d+)</td>\s*<td class="key"[^>]*><a href="/runs/{run.run_id}"', html)
-    assert row is not None and row.group(1) == str(run.source_rank)
+    # The statement says what the rank column does: the source's ranks, a run a rerun did not reproduce
+    # listed after the board's other runs without one (DESIGN.md: never ranked above a run that is not).
+    assert (
+        "The ranks are the source's own board's, except that a run a KernelIndex rerun did not reproduce is listed "
+        "after the board's other runs, without a rank, and marked so." in text
+    )
+    rows = re.findall(r'<td class="num rank"[^>]*>([^<]*)</td>\s*<td class="key"[^>]*><a href="/runs/(\w+)"', html)
+    assert [(rank, run_id) for rank, run_id in rows] == [(str(run.source_rank + 3), other.run_id), ("—", run.run_id)]
     assert "are ranked after every other run" not in text
+    # The run page says the same: no rank, and why, with the board's rank named.
+    page = visible_text(client.get(run.get_absolute_url()).content.decode())
+    assert "Not ranked: a KernelIndex rerun did not reproduce it" in page
+    assert f"(rank {run.source_rank} on the source's public board)" in page
+    assert "Compare with #" not in page
+    # The board's first run KernelIndex indexes is now the other one, whose page compares with no one above it.
+    other_page = visible_text(client.get(other.get_absolute_url()).content.decode())
+    assert re.search(rf"Rank {run.source_rank + 3}( of \d+)? on the source's public board", other_page)
+    assert "Compare with #" not in other_page

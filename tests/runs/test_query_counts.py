@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from runs.models import Run
 from tests.conftest import ImportRuns
@@ -58,3 +60,24 @@ def test_leaderboard_queries_do_not_grow(client: Client, import_runs: ImportRuns
     # A short leaderboard reads each of its parts (runs.selectors.latency_order); a full page may need fewer.
     assert queries_for(client, url) <= small
     assert json.loads(client.get(group.get_absolute_url() + ".json").content)["count"] == 150
+
+
+def test_run_page_asks_for_nothing_the_run_does_not_have(
+    client: Client, import_runs: ImportRuns, tmp_path: Path
+) -> None:
+    from attestations.models import IssueReport
+
+    grow(import_runs, tmp_path, runs=3, versions=0)
+    run = Run.objects.order_by("latency_ns").first()
+    assert run is not None
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(run.get_absolute_url()).status_code == 200
+    tables = " ".join(query["sql"] for query in captured.captured_queries)
+    # No reruns, no evidence changes, no notes, no issue reports, and not a rerun's result: none is asked for.
+    for table in ("runs_rerunrequest", "runs_evidencechange", "attestations_attestation", "attestations_issuereport"):
+        assert table not in tables, table
+    IssueReport.objects.create(run=run, category="other", body="the figures look off")
+    with CaptureQueriesContext(connection) as captured:
+        html = client.get(run.get_absolute_url()).content.decode()
+    assert "Reported issues" in html
+    assert sum("attestations_issuereport" in query["sql"] for query in captured.captured_queries) == 1

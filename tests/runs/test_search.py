@@ -65,3 +65,21 @@ def test_a_word_nowhere_finds_nothing_and_a_letter_finds_definitions_holding_it(
     payload = client.get("/index.json", {"q": "x"}).json()
     assert payload["count"] == 10  # the kernel's definition name holds an "x"
     assert [run["runId"] for run in payload["runs"]] == [run.run_id for run in reversed(runs)]
+
+
+def test_an_author_finds_their_runs_after_exact_names_and_before_fragments(client: Client, runs: list[Run]) -> None:
+    Run.objects.filter(pk=runs[0].pk).update(implementation_name="Ada Lovelace")  # an implementation named so
+    Run.objects.filter(pk__in=[runs[3].pk, runs[6].pk]).update(author="ada lovelace")  # her runs
+    Run.objects.filter(pk=runs[7].pk).update(author="Ada Lovelace-Byron")  # an author's name holding hers
+    Run.objects.filter(pk=runs[9].pk).update(project="after ada lovelace")  # a project's name holding it
+    ids = [run.run_id for run in runs]
+    assert found(client, "Ada  Lovelace") == [ids[0], ids[6], ids[3], ids[9], ids[7]]
+    assert found(client, "lovelace-byron") == [ids[7]]
+
+
+def test_the_importer_keeps_the_author_its_implementation_names(client: Client, demo: Any, settings: Any) -> None:
+    settings.PAGE_CACHE_SECONDS = 0
+    authored = Run.objects.filter(source="kernelindex", implementation_digest__gt="")
+    assert authored.exists() and set(authored.values_list("author", flat=True)) == {"KernelIndex demo"}
+    newest_first = authored.order_by("-observed_at", "-run_id").values_list("run_id", flat=True)
+    assert found(client, "kernelindex demo")[:5] == list(newest_first[:5])
