@@ -68,6 +68,14 @@ def fill_authors_and_reports(apps: StateApps, schema_editor: BaseDatabaseSchemaE
     Run.objects.filter(pk__in=reports.values("run_id")).update(issue_report_count=Subquery(per_run))
 
 
+def analyze_runs(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
+    """PostgreSQL's statistics of the new column: without them it cannot tell that most runs name no author,
+    and read a search's author part by walking every run newest first (0.5 s at 10^6 runs, against 0.03 ms
+    through run_author_upper)."""
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute("ANALYZE runs_run")
+
+
 class Migration(migrations.Migration):
     """A run's author (searchable), its count of issue reports (the run page asks only where there are some),
     and a source-ordered leaderboard's runs a rerun did not reproduce read after the others."""
@@ -109,4 +117,5 @@ class Migration(migrations.Migration):
             index=GistIndex(OpClass(Upper("author"), name="gist_trgm_ops"), condition=AUTHORED, name="run_author_trgm"),
         ),
         migrations.RunPython(fill_authors_and_reports, migrations.RunPython.noop),
+        migrations.RunPython(analyze_runs, migrations.RunPython.noop, elidable=True),
     ]
