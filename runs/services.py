@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db import transaction
 from django.utils import timezone
 
@@ -50,5 +50,6 @@ def restore_run(run: Run, by: Moderator = None) -> None:
 
 def record_status_change(run: Run, action: str, reason: str, by: Moderator) -> RunStatusChange:
     """One line of the run's public history; `by` is kept for moderators only."""
-    by_user = by if isinstance(by, AbstractBaseUser) else None
+    # The project's user model is Django's own; an anonymous or absent moderator is recorded as no one.
+    by_user = by if isinstance(by, User) else None
     return RunStatusChange.objects.create(run=run, action=action, reason=reason, at=timezone.now(), by=by_user)
