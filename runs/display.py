@@ -17,7 +17,7 @@ from pydantic import ConfigDict, ValidationError
 from records.schema import CaseResult
 from records.sources import default_revision, display_external_id
 from records.sources.hardware import CLASSES, CPU_CLASS, hardware_class_of
-from runs.models import Run
+from runs.models import STATUS_LABELS, Run
 
 # What a comparator checks, for protocols that name one but publish no policy text.
 COMPARATOR_DESCRIPTIONS = {
@@ -380,9 +380,6 @@ def plain_number(value: Any) -> str:
 
 
 # -- per-case results ----------------------------------------------------------------
-
-
-STATUS_LABELS = dict(Run.Status.choices)
 
 
 class ShownCase(CaseResult):

@@ -15,7 +15,7 @@ from django.utils.safestring import SafeString
 from records.canonical import short_digest as _short_digest
 from runs import display
 from runs.highlight import highlight, highlight_json
-from runs.models import EVIDENCE_LABELS, EVIDENCE_MEANINGS, STATUS_MEANINGS, Run
+from runs.models import EVIDENCE_LABELS, EVIDENCE_MEANINGS, STATUS_LABELS, STATUS_MEANINGS
 
 register = template.Library()
 
@@ -76,8 +76,7 @@ def evidence_legend() -> list[LegendEntry]:
 @register.simple_tag
 def status_legend() -> list[LegendEntry]:
     """The statuses readers confuse ('Passed' and 'Measured'), labelled as the tables label them."""
-    labels = dict(Run.Status.choices)
-    return [LegendEntry(status, labels[status], meaning) for status, meaning in STATUS_MEANINGS.items()]
+    return [LegendEntry(status, STATUS_LABELS[status], meaning) for status, meaning in STATUS_MEANINGS.items()]
 
 
 # -- documents, sources and cases ----------------------------------------------------
