@@ -51,7 +51,8 @@ from records.sources.hardware import UnknownHardwareClassError, hardware_class_n
 from records.sources.runnable import harness_definition
 from runs.figures import RUN_COUNTERS, refresh_group_figures, refresh_run_counters
 from runs.ingest import import_manifest
-from runs.models import Document, EvidenceChange, RerunRequest, RerunWorker, Run
+from runs.models import EVIDENCE_LABELS, Document, EvidenceChange, RerunRequest, RerunWorker, Run
+from runs.models import INCONCLUSIVE as INCONCLUSIVE_LEVEL
 from runs.selectors import document_value, live_hardware_classes, run_hardware_class
 from web.scopes import RERUN_PROGRESS, RERUN_RESULT, RERUN_VERDICT
 
@@ -410,7 +411,7 @@ def record_result(
         )
         request.refresh_from_db()
         said = f"Rerun #{request.pk} {request.state}: {request.failure_status or 'every case passed'}"
-        log_rerun(request, said + f"; {decided.level.replace('_', ' ') or 'inconclusive'}")
+        log_rerun(request, said + f"; {_logged_verdict(decided.level)}")
         refresh_evidence(run)
         RERUN_VERDICT.retire_on_commit(run)
         RERUN_RESULT.retire_on_commit(result_run)
@@ -513,8 +514,8 @@ def reevaluate_run(run: Run) -> tuple[int, EvidenceChange | None]:
                 rule_version=decided.rule_version,
                 tolerance=decided.tolerance,
             )
-            level = decided.level.replace("_", " ") or "inconclusive"
-            log_rerun(request, f"Rerun #{request.pk} re-evaluated under rule {decided.rule_version}: {level}")
+            said = f"Rerun #{request.pk} re-evaluated under rule {decided.rule_version}"
+            log_rerun(request, f"{said}: {_logged_verdict(decided.level)}")
             changed += 1
         change = refresh_evidence(run)
         if changed or change:
@@ -632,6 +633,11 @@ def system_user() -> AbstractBaseUser:
         user.set_unusable_password()
         user.save(update_fields=["password"])
     return user
+
+
+def _logged_verdict(level: str) -> str:
+    """A verdict as a log line says it: the evidence levels' spelling in lower case; an empty one is 'inconclusive'."""
+    return EVIDENCE_LABELS[level or INCONCLUSIVE_LEVEL].lower()
 
 
 def log_rerun(request: RerunRequest, message: str, user: AbstractBaseUser | None = None) -> None:
