@@ -1,20 +1,29 @@
 """Sentences and rows a run page shows, read from the run's documents.
 
-Each function takes plain document values (dicts) and needs no database, so
-the page, the compare view and the JSON twins say the same thing.
+Each function takes a document read through its kind's model (records.schema, by `typed`) and needs no
+database, so the page, the compare view and the JSON twins say the same thing.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, Generic, TypeGuard, TypeVar
 
-from pydantic import ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from records.schema import CaseResult
+from records.schema import (
+    CaseResult,
+    EnvironmentSpec,
+    ImplementationSpec,
+    Metadata,
+    Open,
+    ProtocolSpec,
+    RunSpec,
+    WorkloadSpec,
+)
 from records.sources import default_revision, display_external_id
 from records.sources.hardware import CLASSES, CPU_CLASS, hardware_class_of
 from runs.models import STATUS_LABELS, Run
@@ -28,8 +37,48 @@ COMPARATOR_DESCRIPTIONS = {
 }
 
 
-def spec_of(document: dict[str, Any] | None) -> dict[str, Any]:
-    return document["spec"] if document else {}
+SpecT = TypeVar("SpecT", bound=Open)
+
+
+@dataclass(frozen=True)
+class Record(Generic[SpecT]):
+    """A stored document read through its kind's models: what the pages read, by attribute."""
+
+    metadata: Metadata
+    spec: SpecT
+
+
+def typed(document: Mapping[str, Any] | None, model: type[SpecT]) -> Record[SpecT] | None:
+    """A stored document as its kind's spec model (records.schema.SPEC_MODELS); None for a document not stored.
+
+    Every stored document passed these same models when it was sealed (records.manifest.seal), so reading
+    it again cannot fail; a page parses each of its documents once and hands the records on.
+    """
+    if not document:
+        return None
+    return Record(Metadata.model_validate(document["metadata"]), model.model_validate(document["spec"]))
+
+
+def read(document: Mapping[str, Any], model: type[SpecT]) -> SpecT:
+    """The spec of a document a page cannot be without (its run), as its kind's model."""
+    return model.model_validate(document["spec"])
+
+
+def spec_of(record: Record[SpecT] | None) -> SpecT | None:
+    return record.spec if record else None
+
+
+def extra(model: BaseModel | None, name: str) -> Any:
+    """A field a record keeps without its model declaring it (records.schema.Open): a timing's `trials`,
+    a hardware's `class`, an implementation's `solution`; None where it is absent."""
+    if model is None or not model.model_extra:
+        return None
+    return model.model_extra.get(name)
+
+
+def native_metrics(run: RunSpec | None) -> dict[str, Any]:
+    """The source's own figures for a run (`sourceNative.metrics`), or none."""
+    return run.sourceNative.metrics if run and run.sourceNative else {}
 
 
 def format_ratio(value: float | str | None) -> str:
@@ -55,10 +104,9 @@ def _is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def source_native_summary(run: dict[str, Any]) -> str:
+def source_native_summary(run: RunSpec) -> str:
     """'SOL 0.3256 · 0.55× reference · 0/16 cases faster' — the source's own headline numbers."""
-    native = spec_of(run).get("sourceNative") or {}
-    metrics = native.get("metrics") or {}
+    metrics = native_metrics(run)
     parts: list[str] = []
     if "sol_score" in metrics:
         parts.append(f"SOL {metrics['sol_score']:.4f}")
@@ -71,19 +119,19 @@ def source_native_summary(run: dict[str, Any]) -> str:
         parts.append(f"{metrics['passed_cases']}/{metrics['cases']} cases passed")
     if "geomean_speedup" in metrics:
         parts.append(f"{format_ratio(metrics['geomean_speedup'])} reference (geometric mean)")
-    trials = (spec_of(run).get("timing") or {}).get("trials")
+    trials = extra(run.timing, "trials")
     if trials:
         parts.append(f"{trials} trials")
     return " · ".join(parts)
 
 
-def case_count(run: dict[str, Any], workload: dict[str, Any] | None, definition_cases: int) -> int | None:
+def case_count(run: RunSpec, workload: WorkloadSpec | None, definition_cases: int) -> int | None:
     """How many cases the measurement covers, from the best source that says."""
-    if spec_of(run).get("cases"):
-        return len(spec_of(run)["cases"])
-    if spec_of(workload).get("cases"):
-        return len(spec_of(workload)["cases"])
-    total = ((spec_of(run).get("sourceNative") or {}).get("metrics") or {}).get("fast_1_total")
+    if run.cases:
+        return len(run.cases)
+    if workload and workload.cases:
+        return len(workload.cases)
+    total = native_metrics(run).get("fast_1_total")
     if isinstance(total, int) and total > 0:
         return total
     return definition_cases or None
@@ -98,16 +146,13 @@ def workload_line(cases: int | None, statistic: str) -> str:
     return f"suite of {cases} cases · {statistic} latency"
 
 
-def correctness_sentence(
-    run: dict[str, Any], protocol: dict[str, Any], evidence: str, *, by_rerun: bool = False
-) -> str:
+def correctness_sentence(run: RunSpec, protocol: ProtocolSpec | None, evidence: str, *, by_rerun: bool = False) -> str:
     """What is known about the run's correctness, and who established it (`by_rerun`: a KernelIndex rerun's
     own result, which no source reported)."""
-    spec = spec_of(run)
-    status = spec.get("status")
-    policy = (spec_of(protocol).get("correctness") or {}).get("policy")
-    comparator = (spec_of(protocol).get("correctness") or {}).get("comparator")
-    cases = spec.get("cases") or []
+    status: str = run.status  # a run status, compared with Run.Status (a str enum)
+    policy = extra(protocol.correctness, "policy") if protocol else None
+    comparator = comparator_of(protocol)
+    cases = run.cases or []
     if evidence == Run.Evidence.REPRODUCED:
         return f"{Run.Evidence.REPRODUCED.label} by a KernelIndex-controlled rerun within the stated tolerance."
     if evidence == Run.Evidence.NOT_REPRODUCED:
@@ -115,7 +160,7 @@ def correctness_sentence(
     if status == Run.Status.MEASURED or comparator == "none":
         return "Not checked: this run times the reference implementation itself."
     if cases:
-        passed = sum(1 for case in cases if case.get("status") == Run.Status.PASSED)
+        passed = sum(1 for case in cases if case.status == Run.Status.PASSED)
         verdict = (Run.Status.PASSED if status == Run.Status.PASSED else Run.Status.FAILED).label
         who = "as the KernelIndex rerun measured it" if by_rerun else "as reported by the source"
         return f"{verdict}: {passed} of {len(cases)} cases passed, {who}."
@@ -126,54 +171,60 @@ def correctness_sentence(
         Run.Status.ERROR: "Marked as an error",
         Run.Status.TIMEOUT: "Marked as timed out",
     }
-    verdict = marked.get(status or "", "Reported")
+    verdict = marked.get(status, "Reported")
     suffix = "" if policy else "; the correctness policy was not published"
     return f"{verdict} by the source{suffix}."
 
 
-def comparator_description(protocol: dict[str, Any]) -> str:
-    correctness = spec_of(protocol).get("correctness") or {}
-    return correctness.get("description") or COMPARATOR_DESCRIPTIONS.get(correctness.get("comparator", ""), "")
+def comparator_of(protocol: ProtocolSpec | None) -> str:
+    """The comparator a protocol checks correctness with ('none' for a timing of the reference), or ''."""
+    return protocol.correctness.comparator if protocol else ""
 
 
-def environment_hardware(environment: dict[str, Any] | None) -> str:
+def comparator_description(protocol: ProtocolSpec | None) -> str:
+    description = extra(protocol.correctness, "description") if protocol else None
+    return description or COMPARATOR_DESCRIPTIONS.get(comparator_of(protocol), "")
+
+
+def environment_hardware(environment: EnvironmentSpec | None) -> str:
     """'NVIDIA B200 (sm_100)', 'CPU · AMD EPYC': the hardware label (hardware_label) of an Environment document."""
-    hardware = spec_of(environment).get("hardware") or {}
+    hardware = environment.hardware if environment else None
     label = hardware_label(
-        str(hardware.get("product") or ""), str(hardware.get("class") or ""), str(hardware.get("model") or "")
+        hardware.product if hardware else "",
+        str(extra(hardware, "class") or ""),
+        str(extra(hardware, "model") or ""),
     )
-    architecture = hardware.get("architecture")
-    return f"{label} ({architecture})" if architecture and str(architecture) not in label else label
+    architecture = hardware.architecture if hardware else None
+    return f"{label} ({architecture})" if architecture and architecture not in label else label
 
 
-def harness_line(protocol: dict[str, Any]) -> str:
-    harness = spec_of(protocol).get("harness") or {}
-    return f"{harness.get('name', '')} {harness.get('version', '')}".strip()
+def harness_line(protocol: ProtocolSpec) -> str:
+    return f"{protocol.harness.name} {protocol.harness.version}".strip()
 
 
-def protocol_rows(protocol: dict[str, Any]) -> list[tuple[str, str]]:
-    spec = spec_of(protocol)
-    measurement = spec.get("measurement") or {}
-    correctness = spec.get("correctness") or {}
-    comparability = spec.get("comparability") or {}
+def protocol_rows(protocol: ProtocolSpec | None) -> list[tuple[str, str]]:
+    if protocol is None:
+        return []
+    comparability = protocol.comparability
     rows = [
         ("harness", harness_line(protocol)),
-        ("timer", measurement.get("timer", "")),
-        ("primaryStatistic", measurement.get("primaryStatistic", "")),
-        ("correctnessReference", correctness.get("reference", "")),
-        ("comparabilityFamily", comparability.get("family", "")),
+        ("timer", protocol.measurement.timer),
+        ("primaryStatistic", protocol.measurement.primaryStatistic),
+        ("correctnessReference", protocol.correctness.reference),
+        ("comparabilityFamily", comparability.family),
     ]
-    if comparability.get("notes"):
-        rows.append(("notes", comparability["notes"]))
+    if comparability.notes:
+        rows.append(("notes", comparability.notes))
     return [(field_label(key), value) for key, value in rows if value]
 
 
-def environment_rows(environment: dict[str, Any]) -> list[tuple[str, str]]:
+def environment_rows(environment: Record[EnvironmentSpec] | None) -> list[tuple[str, str]]:
     spec = spec_of(environment)
-    rows = [("hardware", environment_hardware(environment))]
-    for name, version in sorted(((spec.get("software") or {}).get("libraries") or {}).items()):
+    rows = [("hardware", environment_hardware(spec))]
+    libraries = spec.software.libraries if spec and spec.software else {}
+    for name, version in sorted(libraries.items()):
         rows.append((field_label(name), version))
-    for label, value in sorted(((environment or {}).get("metadata", {}).get("labels") or {}).items()):
+    for label, value in sorted(environment.metadata.labels.items() if environment else ()):
         rows.append((field_label(label), value))
     return rows
 
@@ -184,17 +235,17 @@ class Measurement:
     latency_ns: float
 
 
-def measurements(run: dict[str, Any]) -> list[Measurement]:
+def measurements(run: RunSpec) -> list[Measurement]:
     """'latency · mean' 175457 ns, one row per published statistic, the primary one first."""
-    timing = spec_of(run).get("timing") or {}
-    latency = timing.get("latencyNs") or {}
-    primary = timing.get("primaryStatistic")
-    ordered = sorted(latency.items(), key=lambda item: (item[0] != primary, item[0]))
+    if run.timing is None:
+        return []
+    primary = run.timing.primaryStatistic
+    ordered = sorted(run.timing.latencyNs.items(), key=lambda item: (item[0] != primary, item[0]))
     return [Measurement(f"latency · {field_label(statistic)}", value) for statistic, value in ordered]
 
 
 def implementation_rows(
-    implementation: dict[str, Any] | None, run_title: str, source: str, external_id: str
+    implementation: ImplementationSpec | None, run_title: str, source: str, external_id: str
 ) -> Identity:
     """implementation, project, revision — from the Implementation document, else the run's title.
 
@@ -202,15 +253,14 @@ def implementation_rows(
     external id (SOL-ExecBench's "submission 18332"), are left out, and the page names the run by its
     external id alone ("unnamed": the source gave no name of its own).
     """
-    spec = spec_of(implementation)
-    name = spec.get("name") or run_title.split(" · ")[0]
-    revision = spec.get("revision") or ""
-    project = spec.get("project") or ""
+    name = implementation.name if implementation else run_title.split(" · ")[0]
+    revision = (implementation.revision if implementation else None) or ""
+    project = (implementation.project if implementation else None) or ""
     return Identity(
         implementation=name,
         project=project if project != name else "",
         revision=revision if revision != default_revision(source, external_id) else "",
-        unnamed=not spec.get("name") and _same_words(name, display_external_id(source, external_id)),
+        unnamed=implementation is None and _same_words(name, display_external_id(source, external_id)),
     )
 
 
@@ -229,7 +279,17 @@ def _same_words(a: str, b: str) -> bool:
     return re.sub(r"[^a-z0-9]", "", a.lower()) == re.sub(r"[^a-z0-9]", "", b.lower())
 
 
-def published_files(implementation: dict[str, Any] | None) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class PublishedFile:
+    """A file an implementation published (records.schema.Artifact), with its source text where known."""
+
+    name: str
+    url: str | None
+    digest: str | None
+    content: str | None
+
+
+def published_files(implementation: ImplementationSpec | None) -> list[PublishedFile]:
     """The files an implementation published (its `artifacts`: name, digest, url), each with its source text
     where the implementation's solution carries it."""
     sources = {
@@ -237,20 +297,17 @@ def published_files(implementation: dict[str, Any] | None) -> list[dict[str, Any
         for source in solution_of(implementation).get("sources") or []
         if isinstance(source, dict) and isinstance(source.get("content"), str)
     }
-    return [
-        {**published, "content": sources.get(published.get("name"))}
-        for published in spec_of(implementation).get("artifacts") or []
-        if isinstance(published, dict)
-    ]
+    artifacts = implementation.artifacts if implementation else []
+    return [PublishedFile(file.name, file.url, file.digest, sources.get(file.name)) for file in artifacts]
 
 
-def solution_of(implementation: dict[str, Any] | None) -> dict[str, Any]:
-    """The solution.json an Implementation carries (what a rerun runs), or {}."""
-    solution = spec_of(implementation).get("solution")
+def solution_of(implementation: ImplementationSpec | None) -> dict[str, Any]:
+    """The solution.json an Implementation carries (what a rerun runs, in records.formats' format), or {}."""
+    solution = extra(implementation, "solution")
     return solution if isinstance(solution, dict) else {}
 
 
-def entry_point_line(implementation: dict[str, Any] | None) -> str:
+def entry_point_line(implementation: ImplementationSpec | None) -> str:
     """'rmsnorm.py::rmsnorm · python · destination-passing style' for a rerunnable implementation."""
     spec = solution_of(implementation).get("spec") or {}
     if not solution_of(implementation).get("sources") or not isinstance(spec, dict) or not spec.get("entry_point"):
@@ -441,22 +498,20 @@ def name_cases(text: str, axes_by_uuid: Mapping[str, Mapping[str, Any]]) -> str:
     return text
 
 
-def workload_axes(workload: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+def workload_axes(workload: WorkloadSpec | None) -> dict[str, dict[str, Any]]:
     """uuid -> axes of each case of a Workload document."""
-    cases = spec_of(workload).get("cases") or []
-    return {
-        str(case["uuid"]): dict(case.get("axes") or {})
-        for case in cases
-        if isinstance(case, dict) and case.get("uuid") and isinstance(case.get("axes"), dict)
-    }
+    cases = (workload.cases if workload else None) or []
+    return {case.uuid: dict(case.axes) for case in cases if case.uuid}
 
 
-def case_rows(cases: list[Any], axes_by_uuid: Mapping[str, Mapping[str, Any]]) -> list[CaseRow]:
-    """The rows of a per-case table, from a run document's `cases` (a source's, or a rerun's)."""
+def case_rows(cases: Sequence[object], axes_by_uuid: Mapping[str, Mapping[str, Any]]) -> list[CaseRow]:
+    """The rows of a per-case table, from a run's `cases` (records.schema.CaseResult), or a rerun's result's
+    cases as stored (plain values, read here through the same model)."""
     rows = []
     for raw in cases:
         try:
-            case = ShownCase.model_validate(raw)
+            # A run's own cases read through their model still carry the fields it keeps undeclared.
+            case = ShownCase.model_validate(raw, from_attributes=isinstance(raw, CaseResult))
         except ValidationError:
             continue  # not a case this version can read; the manifest still shows it
         rows.append(_case_row(case, axes_by_uuid))

@@ -23,6 +23,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from records.rerun import evidence_rule
+from records.schema import EnvironmentSpec, ImplementationSpec, ProtocolSpec, RunSpec, WorkloadSpec
 from records.sources import SourceInfo
 from runs import display
 from runs.charts import Mark, StripChart, latency_chart, score_chart
@@ -126,8 +127,12 @@ def once(compute: Callable[[], T]) -> Callable[[], T]:
 def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: bool) -> dict[str, Any]:
     """Everything the run page shows, from the run's documents (selectors.run_documents)."""
     values = {role: document.value for role, document in documents.items()}
-    run_doc, protocol, environment = values["run"], values.get("protocol", {}), values.get("environment", {})
-    workload, implementation = values.get("workload"), values.get("implementation")
+    # Each document is read through its kind's model once; the sections read these records' attributes.
+    run_doc = display.read(values["run"], RunSpec)
+    protocol = display.spec_of(display.typed(values.get("protocol"), ProtocolSpec))
+    environment = display.typed(values.get("environment"), EnvironmentSpec)
+    workload = display.spec_of(display.typed(values.get("workload"), WorkloadSpec))
+    implementation = display.spec_of(display.typed(values.get("implementation"), ImplementationSpec))
     cases = display.case_count(run_doc, workload, run.definition.case_count if run.definition else 0)
     identity = display.implementation_rows(implementation, run.title, run.source, run.external_id)
     reruns = reruns_section(run, values.get("environment"), may_request_rerun=may_request_rerun, workload=workload)
@@ -144,17 +149,15 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
         "identity": identity,
         "workload_line": display.workload_line(cases, run.primary_statistic),
         "correctness": display.correctness_sentence(run_doc, protocol, run.evidence, by_rerun=origin is not None),
-        "comparator": (display.spec_of(protocol).get("correctness") or {}).get("comparator", ""),
+        "comparator": display.comparator_of(protocol),
         "comparator_description": display.comparator_description(protocol),
         "fragment_seconds": DOCUMENT_FRAGMENT_SECONDS,
         "release": release_id(),
         "measurements": once(lambda: display.measurements(run_doc)),
-        "case_results": once(
-            lambda: display.case_rows(display.spec_of(run_doc).get("cases") or [], display.workload_axes(workload))
-        ),
+        "case_results": once(lambda: display.case_rows(run_doc.cases or [], display.workload_axes(workload))),
         "protocol_rows": once(lambda: display.protocol_rows(protocol)),
         "environment_rows": once(lambda: display.environment_rows(environment)),
-        "hardware": display.environment_hardware(environment) if environment else run.hardware,
+        "hardware": display.environment_hardware(environment.spec) if environment else run.hardware,
         "published_files": once(lambda: display.published_files(implementation)),
         "entry_point": once(lambda: display.entry_point_line(implementation)),
         "versions": list(run.versions.all()),
@@ -183,7 +186,7 @@ def citation(run: Run, author: str) -> Citation:
 
 
 def reruns_section(
-    run: Run, environment: dict[str, Any] | None, *, may_request_rerun: bool, workload: dict[str, Any] | None = None
+    run: Run, environment: dict[str, Any] | None, *, may_request_rerun: bool, workload: WorkloadSpec | None = None
 ) -> dict[str, Any]:
     """The run page's reruns and evidence section; `environment` and `workload` are the run's documents
     (the workload names the cases a rerun's results give by uuid)."""
@@ -210,7 +213,7 @@ def reruns_section(
 def reruns_fragment(run: Run, *, may_request_rerun: bool) -> dict[str, Any]:
     """The reruns section alone, as the run page polls it; it reads the environment and workload documents."""
     environment = document_value(run.environment_digest)
-    workload = document_value(run.workload_digest)
+    workload = display.spec_of(display.typed(document_value(run.workload_digest), WorkloadSpec))
     section = reruns_section(run, environment, may_request_rerun=may_request_rerun, workload=workload)
     return {"run": run, "oob": True, **section}
 
@@ -362,8 +365,8 @@ def compare_page(a: Run, b: Run) -> dict[str, Any]:
         (role, display.differences(_value(documents_a, role), _value(documents_b, role)))
         for role in ("workload", "protocol", "environment", "implementation")
     ]
-    metrics_a = (display.spec_of(_value(documents_a, "run")).get("sourceNative") or {}).get("metrics") or {}
-    metrics_b = (display.spec_of(_value(documents_b, "run")).get("sourceNative") or {}).get("metrics") or {}
+    metrics_a = display.native_metrics(display.spec_of(display.typed(_value(documents_a, "run"), RunSpec)))
+    metrics_b = display.native_metrics(display.spec_of(display.typed(_value(documents_b, "run"), RunSpec)))
     ratio = b.latency_ns / a.latency_ns if a.latency_ns and b.latency_ns else None
     return {
         "a": a,
