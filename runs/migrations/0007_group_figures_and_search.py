@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 import django.db.models.deletion
 from django.contrib.postgres.indexes import GistIndex, OpClass
 from django.contrib.postgres.operations import TrigramExtension
@@ -11,23 +9,13 @@ from django.db.migrations.state import StateApps
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, Upper
 
+from runs.migration_operations import AddIndexOnPostgreSQL
+
 RANKABLE_STATUSES = ("passed", "measured")
 LISTED = Q(withdrawn_at=None)
 RANKABLE = LISTED & Q(status__in=RANKABLE_STATUSES, latency_ns__isnull=False)
 NOT_REPRODUCED = Q(evidence="not_reproduced")
 DATED = Coalesce("observed_at", "published_at")
-
-
-class AddIndexOnPostgreSQL(migrations.AddIndex):
-    """An index only PostgreSQL can build (a trigram index); elsewhere the state records it and nothing runs."""
-
-    def database_forwards(self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, *args: Any) -> None:
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_forwards(app_label, schema_editor, *args)
-
-    def database_backwards(self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, *args: Any) -> None:
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_backwards(app_label, schema_editor, *args)
 
 
 def fill_figures(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
