@@ -136,6 +136,9 @@ class ComparisonGroup(models.Model):
     best_run = models.ForeignKey(
         "Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
     )
+    # In a large group, [latency, ranked runs faster] every runs.figures.RANK_MARK_EVERY ranked runs, from which
+    # a run's rank is counted (runs.selectors.faster_in); empty in a small one.
+    rank_marks = models.JSONField(default=list, blank=True)
 
     def __str__(self) -> str:
         return f"{self.definition or 'unknown definition'} · {self.hardware} · {self.harness} {self.harness_version}"
@@ -218,6 +221,16 @@ NEWEST_KEYS = (DATED, F("run_id"))
 NEWEST_FIRST = tuple(key.desc() for key in NEWEST_KEYS)
 
 
+# What list rows (runs.tables, the lists' JSON) never read, left out of their queries (RunQuerySet.for_lists).
+NOT_LISTED = (
+    "declared_digests",
+    "definition__description",
+    "definition__axes",
+    "definition__inputs",
+    "definition__outputs",
+)
+
+
 class RunQuerySet(models.QuerySet["Run"]):
     def listed(self) -> RunQuerySet:
         return self.filter(LISTED)
@@ -233,6 +246,11 @@ class RunQuerySet(models.QuerySet["Run"]):
     def ranked(self) -> RunQuerySet:
         """Rankable runs that no rerun has failed to reproduce: the runs a group's figures and #1 count."""
         return self.filter(RANKED)
+
+    def for_lists(self) -> RunQuerySet:
+        """With the definition each row of a list names, leaving out the JSON no row shows: a list row decoded
+        four JSON values (the definition's axes, inputs and outputs, the run's declared digests) for nothing."""
+        return self.select_related("definition").defer(*NOT_LISTED)
 
     def newest_first(self) -> RunQuerySet:
         """Lists' order: by the date a run was observed at its source (else published here), newest first."""

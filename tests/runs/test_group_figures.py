@@ -13,6 +13,7 @@ from django.test import Client
 
 from attestations.models import Attestation, IssueReport
 from attestations.services import moderate_attestations, set_report_status
+from runs import figures
 from runs.models import ComparisonGroup, RerunRequest, Run
 from runs.reruns import HarnessOutcome, claim_rerun, record_result, request_rerun
 from runs.services import restore_run, withdraw_run
@@ -20,19 +21,36 @@ from tests.results import harness_result
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
 
+Figures = tuple[int, int, float | None, str | None, list[list[float]]]
+MARK_EVERY = 2
 
-def counted(group: ComparisonGroup) -> tuple[int, int, float | None, str | None]:
-    """The figures as a reader would count them by hand: listed runs, ranked runs, the fastest ranked one."""
+
+@pytest.fixture(autouse=True)
+def rank_marks_in_small_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo's groups hold a few runs each: kept marks there, one every other ranked run."""
+    monkeypatch.setattr(figures, "RANK_MARKS_FROM", 1)
+    monkeypatch.setattr(figures, "RANK_MARK_EVERY", MARK_EVERY)
+
+
+def counted(group: ComparisonGroup) -> Figures:
+    """The figures as a reader would count them by hand: listed runs, ranked runs, the fastest ranked one, and
+    every other ranked run's latency with how many ranked runs are faster."""
     runs = list(Run.objects.filter(group=group))
     listed = [run for run in runs if run.withdrawn_at is None]
-    ranked = [run for run in listed if run.is_rankable and run.evidence != "not_reproduced"]
-    best = min(ranked, key=lambda run: (run.latency_ns, run.run_id), default=None)
-    return len(listed), len(ranked), best.latency_ns if best else None, best.run_id if best else None
+    ranked = sorted(
+        (run for run in listed if run.is_rankable and run.evidence != "not_reproduced"),
+        key=lambda run: (run.latency_ns, run.run_id),
+    )
+    best = ranked[0] if ranked else None
+    latencies = [run.latency_ns for run in ranked]
+    marks = [[ns, sum(other < ns for other in latencies)] for ns in latencies[::MARK_EVERY]]
+    return len(listed), len(ranked), best.latency_ns if best else None, best.run_id if best else None, marks
 
 
-def kept(group: ComparisonGroup) -> tuple[int, int, float | None, str | None]:
+def kept(group: ComparisonGroup) -> Figures:
     group = ComparisonGroup.objects.select_related("best_run").get(pk=group.pk)
-    return group.run_count, group.ranked_count, group.best_latency_ns, group.best_run.run_id if group.best_run else None
+    best = group.best_run.run_id if group.best_run else None
+    return group.run_count, group.ranked_count, group.best_latency_ns, best, group.rank_marks
 
 
 def assert_every_group_right() -> None:

@@ -12,9 +12,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from attestations.models import Attestation
+from runs import figures
 from runs.figures import refresh_group_figures, refresh_run_counters
 from runs.models import ComparisonGroup, RerunRequest, Run
-from runs.selectors import get_run_or_404, run_rank
+from runs.selectors import get_run_or_404, latency_position, run_rank
 from tests.conftest import ImportRuns
 from tests.pages import sol_records, write_jsonl
 
@@ -78,6 +79,29 @@ def test_leaderboard_pages_hold_every_run_once_in_order_not_reproduced_after_the
     numbered = [run for run in shown if run["rank"] is not None]
     assert [run["evidence"] for run in numbered][-2:] == ["not_reproduced", "not_reproduced"]
     assert numbered[-2]["rank"] == group.ranked_count + 1  # ranked after all the others, not tied with them
+
+
+@pytest.mark.parametrize("every", [1, 2, 3])
+def test_a_rank_counted_from_the_groups_marks_is_the_rank_counted_in_full(
+    client: Client, import_runs: ImportRuns, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every: int
+) -> None:
+    # Marks in a group of a few runs (a large group's are 1,000 apart), so that they fall inside runs of ties.
+    monkeypatch.setattr(figures, "RANK_MARKS_FROM", 1)
+    monkeypatch.setattr(figures, "RANK_MARK_EVERY", every)
+    group = leaderboard_group(import_runs, tmp_path)
+    assert len(group.rank_marks) == -(-group.ranked_count // every)
+    runs = list(Run.objects.filter(group=group, withdrawn_at=None))
+    for run in runs:
+        if not run.is_rankable:
+            continue
+        demoted = run.evidence == "not_reproduced"
+        peers = [r for r in runs if r.is_rankable and (r.evidence == "not_reproduced") == demoted]
+        faster = sum(r.latency_ns < run.latency_ns for r in peers)  # type: ignore[operator]
+        expected = (group.ranked_count if demoted else 0) + faster + 1  # RANK(): ties share the first's number
+        assert latency_position(get_run_or_404(run.run_id)) == expected, run
+    shown = [run for page in every_page(client, f"{group.get_absolute_url()}.json") for run in page["runs"]]
+    for run in shown:
+        assert run["rank"] == run_rank(get_run_or_404(run["runId"])).position, run
 
 
 def test_home_pages_hold_every_run_once_with_dates_tied(
