@@ -100,6 +100,11 @@ def format_latency(ns: float | str | None) -> str:
     return f"{ns / 1_000_000_000:.2f} s"
 
 
+def format_score(score: float | str | None) -> str:
+    """A source's own score (SOL-ExecBench's SOL score, in [0, 1]) to 4 places: 0.32561 -> '0.3256'; missing -> '—'."""
+    return f"{score:.4f}" if _is_number(score) else "—"
+
+
 def _is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -109,7 +114,7 @@ def source_native_summary(run: RunSpec) -> str:
     metrics = native_metrics(run)
     parts: list[str] = []
     if "sol_score" in metrics:
-        parts.append(f"SOL {metrics['sol_score']:.4f}")
+        parts.append(f"SOL {format_score(metrics['sol_score'])}")
     if "avg_speedup" in metrics:
         # SOL-ExecBench averages the per-case speedups: it is not the ratio of the suite latencies shown beside it.
         parts.append(f"{format_ratio(metrics['avg_speedup'])} reference (mean of per-case speedups)")

@@ -8,8 +8,8 @@ where the stylesheet is missing. Everything else is escaped as it is.
 from __future__ import annotations
 
 import re
+from html import escape  # what django.utils.html.escape calls, without its wrappers: a manifest has ~1,000 tokens
 
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 PYTHON_KEYWORDS = (  # noqa: SIM905 - a word list reads better as words
@@ -53,13 +53,22 @@ def highlight(code: str, path: str) -> SafeString:
     """The code as HTML: escaped, with tokens of known languages wrapped in `<span class="s-kind">`."""
     pattern = LANGUAGES.get("." + language_of(path)) if language_of(path) else None
     if pattern is None:
-        return escape(code)
+        return mark_safe(escape(code))
     return _wrap_tokens(code, pattern, "s")
 
 
 def highlight_json(text: str) -> SafeString:
-    """Pretty JSON as HTML: escaped, with keys, strings, numbers and literals in `<span class="j-kind">`."""
-    return _wrap_tokens(text, JSON_TOKENS, "j")
+    """Pretty JSON as HTML: escaped, with keys, strings, numbers and literals in `<span class="j-kind">`.
+
+    The whole text is escaped first, then its tokens wrapped: a manifest has hundreds, and escaping each one
+    apart took four fifths of the time. Escaping only &, < and > (element content needs no more) leaves the
+    quotes the tokens are found by, and puts no digit or quote into the text, so every token is found as in
+    the raw JSON and no span cuts an entity."""
+    return mark_safe(JSON_TOKENS.sub(_json_span, escape(text, quote=False)))
+
+
+def _json_span(match: re.Match[str]) -> str:
+    return f'<span class="j-{match.lastgroup}">{match.group()}</span>'
 
 
 def _wrap_tokens(text: str, pattern: re.Pattern[str], prefix: str) -> SafeString:

@@ -19,7 +19,6 @@ from django.core.paginator import EmptyPage, Page, PageNotAnInteger, Paginator
 from django.db.models import F, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.http import Http404, QueryDict
-from django.urls import reverse
 from django.utils import timezone
 
 from records.rerun import evidence_rule
@@ -62,6 +61,7 @@ from runs.selectors import (
     runs_documents,
     uses_source_order,
 )
+from runs.tables import run_url_maker
 from web.cache import fragment_stamp, release_id
 from web.scopes import group_scope
 
@@ -89,7 +89,7 @@ def run_search(params: QueryDict, size: int | None = None) -> tuple[RunSearchFor
         form.is_valid()  # invalid fields are reported and left out; the valid ones still filter
     else:
         form.cleaned_data = {}
-    runs = form.filter(Run.objects.listed().select_related("definition"))
+    runs = form.filter(Run.objects.listed().for_lists())
     query = (form.cleaned_data.get("q") or "").strip()
     parts = search_parts(query) if query else newest_parts()
     page = read_page(runs, parts, decode(params.get("after")), size or settings.RUNS_PER_PAGE)
@@ -111,9 +111,10 @@ def list_size(page: KeysetPage, runs: QuerySet[Run], parts: list[Part]) -> tuple
 
 # -- the run page ----------------------------------------------------------------
 
-# The run page's sections drawn from its documents alone (measurements, protocol, environment, files, manifest)
-# are kept as template fragments keyed by the run's digest (and the release), so that a page rendered again
-# (after a write retired it) skips them; a day, so that fragments of runs nobody reads again expire.
+# The run page's sections drawn from its documents alone (measurements, protocol, environment, files), and its
+# manifest viewer (manifest_page), are kept as template fragments keyed by the run's digest (and the release), so
+# that a page rendered again (after a write retired it) skips them; a day, so that fragments of runs nobody reads
+# again expire.
 DOCUMENT_FRAGMENT_SECONDS = 24 * 3600
 T = TypeVar("T")
 
@@ -161,10 +162,21 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
         "published_files": once(lambda: display.published_files(implementation)),
         "entry_point": once(lambda: display.entry_point_line(implementation)),
         "versions": list(run.versions.all()),
-        "manifest_pretty": once(lambda: pretty_manifest(run, documents)),
         "citation": citation(run, identity.implementation),
         # The run counts what it has (runs.figures): a run without notes asks for none.
         **reruns,
+    }
+
+
+def manifest_page(run: Run, documents: dict[str, Document]) -> dict[str, Any]:
+    """The run's canonical manifest, pretty and highlighted (kept by the run's digest, as the run page's own
+    document sections are); the run page's viewer fetches it when opened."""
+    return {
+        "run": run,
+        "documents": documents,
+        "fragment_seconds": DOCUMENT_FRAGMENT_SECONDS,
+        "release": release_id(),
+        "manifest_pretty": once(lambda: pretty_manifest(run, documents)),
     }
 
 
@@ -260,11 +272,10 @@ def _highlighted_run(group: ComparisonGroup, run_id: str) -> Run | None:
 
 
 def _latency_chart(group: ComparisonGroup, highlight: Run | None, references: list[ReferenceRow]) -> StripChart | None:
-    # One reverse() for the hundreds of links: run ids are hex digits, which fill the pattern as they are.
-    run_url = reverse("runs:detail", args=["RUN_ID"])
+    run_url = run_url_maker()  # one reverse() for the hundreds of links
     viewed = highlight.run_id if highlight is not None else ""
     marks = [
-        _latency_mark(run_id, ns, evidence, run_url.replace("RUN_ID", run_id), run_id == viewed)
+        _latency_mark(run_id, ns, evidence, run_url(run_id), run_id == viewed)
         for run_id, ns, evidence in chart_latencies(group, highlight)
     ]
     lines = [(ref.kind, ref.get_kind_display(), ref.latency_ns) for ref in references]
@@ -282,12 +293,12 @@ def _latency_mark(run_id: str, ns: float, evidence: str, href: str, viewed: bool
 def _score_chart(board: SourceBoard | None, highlight: Run | None) -> StripChart | None:
     if board is None:
         return None
-    marks = [Mark(score, f"board entry: SOL {score:.4f}") for score in board.scores]
+    marks = [Mark(score, f"board entry: SOL {display.format_score(score)}") for score in board.scores]
     if highlight is not None and highlight.source_score is not None:
         marks.append(
             Mark(
                 highlight.source_score,
-                f"{highlight.run_id}: SOL {highlight.source_score:.4f}",
+                f"{highlight.run_id}: SOL {display.format_score(highlight.source_score)}",
                 highlight.get_absolute_url(),
                 True,
             )
@@ -335,7 +346,7 @@ def source_page(
     source: SourceInfo, after: str | None, definitions_page: str | None = None, show_empty: bool = False
 ) -> dict[str, Any]:
     """A source's runs, newest first, and its definitions, most runs first: those without runs only on asking."""
-    runs = Run.objects.listed().filter(source=source.key).select_related("definition")
+    runs = Run.objects.listed().filter(source=source.key).for_lists()
     page = read_page(runs, newest_parts(), decode(after), settings.RUNS_PER_PAGE)
     page.total, page.more = list_size(page, runs, newest_parts())
     # A definition's runs are the sum of its groups' kept counts (runs.figures), not a count of runs.

@@ -15,6 +15,7 @@ urlpatterns = [
     path("runs/<str:run_id>", views.run_detail, name="detail"),
     path("runs/<str:run_id>/reruns", views.run_reruns, name="reruns"),
     path("runs/<str:run_id>/badge.svg", views.run_badge, name="badge"),
+    path("runs/<str:run_id>/manifest", views.run_manifest, name="manifest"),
     path("runs/<str:run_id>/history.json", views.run_history_json, name="history_json"),
     path("runs/<str:run_id>/history", views.run_history, name="history"),
     path("runs/<str:run_id>/rerun", views.request_rerun_view, name="request_rerun"),

@@ -149,6 +149,18 @@ def run_badge(request: HttpRequest, run_id: str) -> HttpResponse:
 
 
 @require_safe
+@vary_on_headers("HX-Request")
+@cached_page(scopes.RUN)
+def run_manifest(request: HtmxHttpRequest, run_id: str) -> HttpResponse:
+    """The run's manifest viewer: the run page's "Show manifest" fetches its #manifest part when first opened,
+    and a visitor without JavaScript follows the link to this page."""
+    run = get_run_or_404(run_id)
+    template = "runs/run_manifest.html#manifest" if request.htmx else "runs/run_manifest.html"
+    context = pages.manifest_page(run, run_documents(run))
+    return TemplateResponse(request, template, context, status=410 if run.withdrawn_at else 200)
+
+
+@require_safe
 @cached_page(scopes.RUN)
 def run_history(request: HttpRequest, run_id: str) -> HttpResponse:
     """Every version of the run, every change of its evidence level, every withdrawal and restore."""

@@ -116,7 +116,9 @@ def _page(name: str, shows: Callable[..., list[str]], pages: str) -> PageKind:
 
 LISTS_PAGE = _page("lists", lambda: [LISTS], "home, index.json and the rerun-verdict feed: every run")
 RUN = _page(
-    "run", lambda run_id: [run_scope(run_id)], "a run's page (which learns run_page_scopes), JSON, badge, history"
+    "run",
+    lambda run_id: [run_scope(run_id)],
+    "a run's page (which learns run_page_scopes), JSON, badge, history, manifest",
 )
 GROUP = _page("group", lambda key: [group_scope(key)], "a comparison group's leaderboard, JSON twin and feed")
 DEFINITION = _page(

@@ -8,14 +8,15 @@ Thin filters over runs.display and runs.models, where each format and label is d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from html import escape
 
 from django import template
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from records.canonical import short_digest as _short_digest
-from runs import display
+from runs import display, tables
 from runs.highlight import highlight, highlight_json
-from runs.models import EVIDENCE_LABELS, EVIDENCE_MEANINGS, STATUS_LABELS, STATUS_MEANINGS
+from runs.models import EVIDENCE_LABELS, EVIDENCE_MEANINGS, STATUS_LABELS, STATUS_MEANINGS, Run
 
 register = template.Library()
 
@@ -36,8 +37,25 @@ def times(value: float | str | None) -> str:
 
 
 @register.filter
+def score(value: float | str | None) -> str:
+    """0.32561 -> '0.3256' (runs.display.format_score); a missing value -> '—'."""
+    return display.format_score(value)
+
+
+@register.filter
 def short_digest(value: str | None, length: int = 16) -> str:
     return _short_digest(value, length) if value else ""
+
+
+@register.simple_tag
+def digest(value: str) -> SafeString:
+    """A digest cut short, whole on hover, with a button that copies it whole (a run page shows about ten: a
+    tag rather than an included template, which cost a template lookup and a context each)."""
+    whole, short = escape(value or ""), escape(short_digest(value))
+    return mark_safe(
+        f'<code class="digest" title="{whole}">{short}…</code>'
+        f'<button type="button" class="copy" data-copy="{whole}" aria-label="Copy {whole}">Copy</button>'
+    )
 
 
 # -- labels --------------------------------------------------------------------------
@@ -65,6 +83,24 @@ def evidence_meaning(level: str) -> str:
 def hardware_label(product: str) -> str:
     """A run's or group's hardware as one label per class, plus the model (runs.display.hardware_label)."""
     return display.hardware_label(product or "")
+
+
+@register.simple_tag
+def evidence_badge(level: str) -> SafeString:
+    """The level's badge, as every list shows it beside a figure (runs.tables.evidence_badge)."""
+    return tables.evidence_badge(level)
+
+
+@register.simple_tag
+def run_rows(runs: list[Run], show_source: bool = False) -> SafeString:
+    """A list of runs' table rows (runs.tables.run_rows)."""
+    return tables.run_rows(runs, show_source=bool(show_source))
+
+
+@register.simple_tag
+def leaderboard_rows(runs: list[Run], source_order: bool, highlight: Run | None) -> SafeString:
+    """A leaderboard page's table rows (runs.tables.leaderboard_rows)."""
+    return tables.leaderboard_rows(runs, source_order=bool(source_order), highlight=highlight)
 
 
 @register.simple_tag

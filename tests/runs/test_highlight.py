@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 
-from runs.highlight import highlight, language_of
+from hypothesis import given
+from hypothesis import strategies as st
+
+from runs.highlight import highlight, highlight_json, language_of
+
+JSON_KINDS = ("key", "string", "number", "literal")
 
 PYTHON = """import torch
 
@@ -59,3 +65,35 @@ def test_an_unknown_language_is_plain_escaped_text() -> None:
     assert language_of("notes.txt") == ""
     assert language_of("Makefile") == ""
     assert highlight("a < b # not a comment", "notes.txt") == "a &lt; b # not a comment"
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(JSON_VALUES)
+def test_a_manifest_highlighted_reads_as_its_json_with_no_markup_of_its_own(value: object) -> None:
+    """Any strings a manifest holds (a stranger wrote them) come out as text, the JSON unchanged, and the only
+    elements are the highlighter's spans."""
+    text = json.dumps({"spec": value, "</code></pre><script>": "<img src=x onerror=alert(1)> & \"'"}, indent=2)
+    markup = highlight_json(text)
+    assert text_of(markup) == text
+    assert set(re.findall(r"<[^>]*>", markup)) <= {f'<span class="j-{kind}">' for kind in JSON_KINDS} | {"</span>"}
+
+
+def test_json_tokens_are_wrapped_by_kind() -> None:
+    markup = highlight_json(json.dumps({"latency_ns": 175.5, "ok": True, "name": "a<b", "none": None}))
+    assert re.findall(r'<span class="j-(\w+)">', markup) == [
+        "key",
+        "number",
+        "key",
+        "literal",
+        "key",
+        "string",
+        "key",
+        "literal",
+    ]
+    assert '<span class="j-string">"a&lt;b"</span>' in markup

@@ -233,3 +233,20 @@ def test_a_source_ordered_leaderboard_says_what_its_ranks_are(
     other_page = visible_text(client.get(other.get_absolute_url()).content.decode())
     assert re.search(rf"Rank {run.source_rank + 3}( of \d+)? on the source's public board", other_page)
     assert "Compare with #" not in other_page
+
+
+HOSTILE = '"><script>alert(1)</script><img src=x onerror=alert(2) title="'
+
+
+def test_names_a_manifest_chose_are_escaped_in_every_list_row(client: Client, settings: Any, disputed: Run) -> None:
+    """The rows of home, a source's runs and a leaderboard are written in Python (runs.tables): every value a
+    manifest chose comes out as text, in cells and in their title attributes alike."""
+    settings.PAGE_CACHE_SECONDS = 0
+    Run.objects.filter(pk=disputed.pk).update(implementation_name=HOSTILE, hardware=HOSTILE)
+    Definition.objects.filter(pk=disputed.definition_id).update(title=HOSTILE)
+    for url in ["/", f"/sources/{disputed.source}", disputed.group.get_absolute_url()]:
+        html = client.get(url).content.decode()
+        assert "<script>alert(1)" not in html and "<img src=x" not in html, url
+        assert "&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html, url
+        row = next(tr for tr in html.split("<tr") if f"<code>{disputed.run_id}</code>" in tr)
+        assert 'title="&quot;&gt;&lt;script&gt;' in row, url

@@ -5,12 +5,16 @@ retires its group."""
 
 from __future__ import annotations
 
+import html
+import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 
 from runs import pages
 from runs.models import ComparisonGroup, Document, Run
@@ -18,7 +22,7 @@ from runs.services import withdraw_run
 from tests.conftest import ImportRuns
 from tests.pages import sol_records, write_jsonl
 
-SECTIONS = ('id="measurements"', 'id="protocol"', 'id="environment"', 'id="artifacts"', 'id="manifest"')
+SECTIONS = ('id="measurements"', 'id="protocol"', 'id="environment"', 'id="artifacts"')
 
 
 @pytest.fixture
@@ -36,43 +40,79 @@ def built(monkeypatch: pytest.MonkeyPatch, settings: Any) -> list[str]:
     return seen
 
 
-def sections(html: str) -> str:
-    start = html.index('<section id="measurements"')
-    return html[start : html.index('<section id="notes"')] + html[html.index('<section id="manifest"') :]
+def document_sections(client: Client, run: Run) -> str:
+    """The run page's sections drawn from its documents, and its manifest viewer as the page fetches it."""
+    html = client.get(run.get_absolute_url()).content.decode()
+    assert all(section in html for section in SECTIONS)
+    viewer = client.get(reverse("runs:manifest", args=[run.run_id]), headers={"HX-Request": "true"})
+    return html[html.index('<section id="measurements"') : html.index('<section id="notes"')] + viewer.content.decode()
 
 
 def test_a_page_rendered_again_reads_its_document_sections_from_the_cache(
     client: Client, demo: Callable[[str], Run], built: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = demo("softmax-exp2")
-    first = client.get(run.get_absolute_url()).content.decode()
-    assert all(section in first for section in SECTIONS) and built == [run.run_id]
-    again = client.get(run.get_absolute_url()).content.decode()
-    assert sections(again) == sections(first) and built == [run.run_id]
+    first = document_sections(client, run)
+    assert built == [run.run_id]
+    assert document_sections(client, run) == first and built == [run.run_id]
     other = demo("rmsnorm-row-loop")
-    client.get(other.get_absolute_url())
+    document_sections(client, other)
     assert built == [run.run_id, other.run_id]  # keyed by each run's own digest
     # A deploy may change how the sections are drawn: its pages build them anew.
     monkeypatch.setattr(pages, "release_id", lambda: "the next release")
-    assert sections(client.get(run.get_absolute_url()).content.decode()) == sections(first)
+    assert document_sections(client, run) == first
     assert built == [run.run_id, other.run_id, run.run_id]
+
+
+def test_the_run_page_leaves_its_manifest_to_the_viewer_which_fetches_it_when_opened(
+    client: Client, demo: Callable[[str], Run], built: list[str]
+) -> None:
+    run = demo("softmax-exp2")
+    html = client.get(run.get_absolute_url()).content.decode()
+    url = reverse("runs:manifest", args=[run.run_id])
+    viewer = html[html.index('<section id="manifest"') : html.index("</section>", html.index('<section id="manifest"'))]
+    assert built == [] and 'id="manifest-json"' not in html
+    assert f'hx-get="{url}"' in viewer and 'hx-trigger="toggle once"' in viewer
+    assert f'<a href="{url}">Open the manifest' in viewer  # without JavaScript, the link
+    # Its own page, for the link: the whole manifest under the site's frame; the fragment alone for htmx.
+    page = client.get(url).content.decode()
+    fragment = client.get(url, headers={"HX-Request": "true"}).content.decode()
+    assert "<h1>Canonical manifest of run" in page and '"kind": "BenchmarkRun"' in html_text(page)
+    assert fragment.lstrip().startswith('<div id="manifest-body">') and "<h1>" not in fragment
+    start = fragment.index('<code id="manifest-json">')
+    code = fragment[start : fragment.index("</code>", start)]
+    manifest, twin = json.loads(html_text(code)), client.get(f"{run.get_absolute_url()}.json").json()
+    assert manifest and all(twin[member] == value for member, value in manifest.items())  # the twin's manifest
+
+
+def test_a_withdrawn_runs_manifest_answers_410_and_is_still_shown(
+    client: Client, demo: Callable[[str], Run], django_capture_on_commit_callbacks: Any
+) -> None:
+    run = demo("softmax-exp2")
+    with django_capture_on_commit_callbacks(execute=True):
+        withdraw_run(run, "Submitted twice.")
+    response = client.get(reverse("runs:manifest", args=[run.run_id]))
+    assert response.status_code == 410
+    assert "Withdrawn on" in response.content.decode() and 'id="manifest-json"' in response.content.decode()
+
+
+def html_text(markup: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", markup))
 
 
 def test_a_document_stored_later_shows_at_once(client: Client, demo: Callable[[str], Run], built: list[str]) -> None:
     run = demo("softmax-exp2")
     implementation = Document.objects.get(digest=run.implementation_digest)
     Document.objects.filter(digest=implementation.digest).delete()
-    without = client.get(run.get_absolute_url()).content.decode()
     listed = '<span class="role">implementation</span>'
-    assert listed not in sections(without)
+    assert listed not in document_sections(client, run)
     Document.objects.create(
         digest=implementation.digest,
         kind=implementation.kind,
         name=implementation.name,
         canonical=implementation.canonical,
     )
-    with_it = client.get(run.get_absolute_url()).content.decode()
-    assert listed in sections(with_it) and len(built) == 2
+    assert listed in document_sections(client, run) and len(built) == 2
 
 
 def test_a_leaderboards_chart_is_drawn_once_until_a_write_retires_its_group(
