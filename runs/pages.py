@@ -40,7 +40,7 @@ from runs.models import (
     Run,
     SourceBoard,
 )
-from runs.search import bounded_count, newest_parts, search_parts
+from runs.search import COUNT_BOUND, bounded_count, newest_parts, search_parts
 from runs.selectors import (
     CHART_POINTS,
     RerunRow,
@@ -103,10 +103,18 @@ def run_search(params: QueryDict, size: int | None = None) -> tuple[RunSearchFor
 
 def list_size(page: KeysetPage, runs: QuerySet[Run], parts: list[Part]) -> tuple[int, bool]:
     """How many runs a list holds: known without a query when this page is its last, else counted up to a
-    bound (runs.search.bounded_count)."""
+    bound (runs.search.bounded_count). On a first page, the parts before its last run's were read to their
+    end (runs.keyset.read_page), so their runs are the ones on the page: only the parts from there on are
+    counted (a search's first page skips a count query per part it has read through)."""
     if not page.has_next:
         return page.last_index if page.rows else page.start, False
-    return bounded_count(runs, parts)
+    if page.cursor is not None:
+        return bounded_count(runs, parts)
+    last = page.parts[-1]
+    read_through = sum(1 for part in page.parts if part != last)
+    names = [part.name for part in parts]
+    counted, more = bounded_count(runs, parts[names.index(last) :], COUNT_BOUND - read_through)
+    return read_through + counted, more
 
 
 # -- the run page ----------------------------------------------------------------

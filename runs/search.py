@@ -123,8 +123,11 @@ def _definition_match(query: str, *, exact: bool) -> Q | None:
         found = Definition.objects.filter(Q(name__icontains=query) | Q(title__icontains=query)).exclude(
             Q(name__iexact=query) | Q(title__iexact=query)
         )
-    ids = list(found.values_list("pk", flat=True))
-    return Q(definition_id__in=ids) if ids else None
+    if not found.exists():
+        return None
+    # A subquery, not the list of ids: a letter is in most of a few hundred definitions' names, and each query
+    # of a page would carry (and have adapted, one by one) hundreds of parameters.
+    return Q(definition_id__in=found.values("pk"))
 
 
 def bounded_count(runs: QuerySet[Any], parts: list[Part], bound: int = COUNT_BOUND) -> tuple[int, bool]:

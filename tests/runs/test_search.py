@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from runs import pages, search
 from runs.models import Definition, Run
 from tests.conftest import ImportRuns
 from tests.pages import sol_records, write_jsonl
@@ -43,6 +44,34 @@ def test_results_come_by_relevance_then_date(client: Client, runs: list[Run]) ->
     Run.objects.filter(pk__in=[runs[4].pk, runs[5].pk]).update(definition=partly)
     ids = [run.run_id for run in runs]
     assert found(client, "Zeta") == [ids[2], ids[1], ids[0], ids[5], ids[4], ids[9], ids[8]]
+
+
+@pytest.mark.parametrize("per_page", [1, 2, 3, 4, 6, 7])
+@pytest.mark.parametrize("bound", [2, 5, 1000])
+def test_every_page_of_results_states_how_many_match_up_to_the_bound(
+    client: Client, runs: list[Run], settings: Any, monkeypatch: pytest.MonkeyPatch, per_page: int, bound: int
+) -> None:
+    """The count beside a page of results, whichever page and whichever part of the matches its runs come
+    from: the first page counts only the parts from its last run's on (runs.pages.list_size)."""
+    settings.RUNS_PER_PAGE = per_page
+    monkeypatch.setattr(pages, "COUNT_BOUND", bound)
+    monkeypatch.setattr(search.bounded_count, "__defaults__", (bound,))
+    named = Definition.objects.create(source="sol-execbench", name="zeta", title="Zeta")
+    Run.objects.filter(pk__in=[runs[1].pk, runs[2].pk]).update(definition=named)
+    Run.objects.filter(pk=runs[0].pk).update(implementation_name="ZETA")
+    Run.objects.filter(pk__in=[runs[7].pk, runs[8].pk]).update(implementation_name="zeta-fused")
+    Run.objects.filter(pk=runs[9].pk).update(project="the zeta project")
+    matching = 6
+    url = "/index.json?q=zeta"
+    while url:
+        page = client.get(url).json()
+        if page["next"]:
+            assert (page["count"], page["countIsLowerBound"]) == (
+                (bound, True) if matching > bound else (matching, False)
+            ), url
+        else:
+            assert page["count"] == matching
+        url = page["next"]
 
 
 def test_a_run_id_or_its_prefix_finds_that_run_first(client: Client, runs: list[Run]) -> None:
