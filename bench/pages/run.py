@@ -143,15 +143,23 @@ def database_url(size: int, options: argparse.Namespace) -> str:
 def prepare_database(size: int, options: argparse.Namespace) -> str:
     """The size's database, imported once and reused (migrated) while it still holds `size` runs."""
     url = database_url(size, options)
-    name = urlsplit(url).path.lstrip("/")
     if not options.rebuild and stored_runs(url) == size:
         # A database kept from an earlier version of the code gets its new migrations (indexes, say).
         manage(["migrate", "--noinput", "-v", "0"], app_env(url, options))
         return url
+    build_database(url, size, options)
+    vacuum_analyze(url)
+    return url
+
+
+def build_database(url: str, size: int, options: argparse.Namespace) -> None:
+    """Drop and create the database at `url`, migrate it and import `size` generated runs (no VACUUM)."""
+    name = urlsplit(url).path.lstrip("/")
     print(f"  building {name}: generate, migrate, import_runs (once; later runs reuse it)")
     started = time.perf_counter()
     path = OUT / f"sol-{size}-seed{options.seed}.jsonl"
     if not path.exists():
+        OUT.mkdir(parents=True, exist_ok=True)
         generate(path, size, options.seed)
     with psycopg.connect(urlunsplit(urlsplit(options.server)._replace(path="/postgres")), autocommit=True) as db:
         db.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
@@ -159,10 +167,12 @@ def prepare_database(size: int, options: argparse.Namespace) -> str:
     env = app_env(url, options)
     manage(["migrate", "--noinput", "-v", "0"], env)
     manage(["import_runs", str(path)], env)
+    print(f"  built {name} in {time.perf_counter() - started:,.0f} s")
+
+
+def vacuum_analyze(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as db:
         db.execute("VACUUM ANALYZE")
-    print(f"  built {name} in {time.perf_counter() - started:,.0f} s")
-    return url
 
 
 def stored_runs(url: str) -> int | None:

@@ -14,6 +14,13 @@ machine's load average beside it; then as many times again with Django's query
 log on, for the median of the time its queries took (what grows with the data,
 where the rest is rendering). `--explain` prints PostgreSQL's plan of every
 query of the search pages (EXPLAIN ANALYZE), to show which indexes they use.
+
+    python bench/pages/uncached.py --database kernelindex_search_bench_1000000 --fresh 1000000
+
+`--fresh N` first drops the database and imports N generated runs into it (bench/pages/run.py's build), then
+measures right after the import (the importer's own ANALYZE, nothing else), runs VACUUM ANALYZE and measures
+again. Each report starts with a reference figure for the machine's speed (a fixed loop of pure Python, best
+of 5), so that figures taken on different machines can be set side by side.
 """
 
 from __future__ import annotations
@@ -24,10 +31,12 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = "postgres://postgres@127.0.0.1:5432"
+REDIS_URL = "redis://127.0.0.1:6379/3"
 
 
 def main() -> None:
@@ -38,8 +47,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200, help="cold run pages, each requested once")
     parser.add_argument("--explain", action="store_true", help="print the plans of the search pages' queries")
     parser.add_argument("--only", default="", help="measure only the URLs whose name contains this")
+    parser.add_argument(
+        "--fresh", type=int, metavar="N", help="import N runs into a new database first; measure, VACUUM, measure"
+    )
     options = parser.parse_args()
-    os.environ["DATABASE_URL"] = urlunsplit(urlsplit(options.server)._replace(path=f"/{options.database}"))
+    url = urlunsplit(urlsplit(options.server)._replace(path=f"/{options.database}"))
+    if options.fresh:
+        build_fresh(url, options)
+    os.environ["DATABASE_URL"] = url
     os.environ.update(
         {"PAGE_CACHE_SECONDS": "0", "DEBUG": "false", "SECRET_KEY": "bench", "ALLOWED_HOSTS": "testserver"}
     )
@@ -54,7 +69,17 @@ def main() -> None:
 
     call_command("collectstatic", interactive=False, verbosity=0)  # DEBUG off: pages name hashed static files
 
-    client = Client()
+    print(f"CPU reference: {cpu_reference():.1f} ms (a million squares summed in Python, best of 5)")
+    if options.fresh:
+        print("\nRight after the import (its own ANALYZE, no VACUUM):")
+        measure(Client(), options, draw="cold-fresh")
+        run_page_module().vacuum_analyze(url)
+        print("\nAfter VACUUM ANALYZE:")
+    measure(Client(), options, draw="cold")
+
+
+def measure(client: object, options: argparse.Namespace, draw: str) -> None:
+    """Each page's median; then cold run pages, drawn afresh by `draw` (their fragments not yet cached)."""
     targets = [(name, url) for name, url in named_urls() if options.only in name]
     print(f"{options.database}: {runs_stored():,} runs; load average at start {load()}")
     for name, url in targets:
@@ -64,7 +89,7 @@ def main() -> None:
             f"  {name:<34} p50 {statistics.median(times):6.1f} ms (min {min(times):5.1f}), "
             f"its queries {statistics.median(sql):5.1f} ms  load {load()}  {url[:60]}"
         )
-    cold_urls = random_run_urls(options.runs)
+    cold_urls = random_run_urls(options.runs, draw)
     cold = [timed(client, url) for url in cold_urls[: len(cold_urls) // 2]]
     cold_sql = [sql_time(client, url) for url in cold_urls[len(cold_urls) // 2 :]]
     print(
@@ -78,6 +103,31 @@ def main() -> None:
         for name, url in targets:
             if url.startswith("/?q="):
                 explain(client, name, url)
+
+
+def run_page_module() -> Any:
+    """bench/pages/run.py, whose build of a database this benchmark shares."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import run
+
+    return run
+
+
+def build_fresh(url: str, options: argparse.Namespace) -> None:
+    built = argparse.Namespace(
+        server=options.server, seed=1, redis=os.environ.get("REDIS_URL", REDIS_URL), no_page_cache=True
+    )
+    run_page_module().build_database(url, options.fresh, built)
+
+
+def cpu_reference() -> float:
+    """Milliseconds for a fixed piece of pure Python, the best of 5: how fast this machine runs the rest."""
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        sum(i * i for i in range(1_000_000))
+        best = min(best, (time.perf_counter() - started) * 1000)
+    return best
 
 
 def named_urls() -> list[tuple[str, str]]:
@@ -108,11 +158,11 @@ def named_urls() -> list[tuple[str, str]]:
     ]
 
 
-def random_run_urls(count: int) -> list[str]:
+def random_run_urls(count: int, draw: str) -> list[str]:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT run_id FROM runs_run ORDER BY md5(run_id || 'cold') LIMIT %s", [count])
+        cursor.execute("SELECT run_id FROM runs_run ORDER BY md5(run_id || %s) LIMIT %s", [draw, count])
         return [f"/runs/{row[0]}" for row in cursor.fetchall()]
 
 
