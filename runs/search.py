@@ -42,6 +42,8 @@ MIN_FRAGMENT = 3
 HEX = re.compile(r"[0-9a-f]+")
 # Search results and lists show "more than" this many rather than counting further.
 COUNT_BOUND = 1000
+# A query matching up to this many definitions selects their runs by the definitions' ids, more by a subquery.
+LISTED_DEFINITIONS = 20
 # `name__upper__gte=...`: a name compared in upper case, as the btree run_implementation_upper holds it.
 CharField.register_lookup(Upper)
 
@@ -123,10 +125,16 @@ def _definition_match(query: str, *, exact: bool) -> Q | None:
         found = Definition.objects.filter(Q(name__icontains=query) | Q(title__icontains=query)).exclude(
             Q(name__iexact=query) | Q(title__iexact=query)
         )
-    if not found.exists():
+    ids = list(found.values_list("pk", flat=True)[: LISTED_DEFINITIONS + 1])
+    if not ids:
         return None
-    # A subquery, not the list of ids: a letter is in most of a few hundred definitions' names, and each query
-    # of a page would carry (and have adapted, one by one) hundreds of parameters.
+    if len(ids) <= LISTED_DEFINITIONS:
+        # The ids themselves: PostgreSQL then knows how many runs they hold, and counts a definition of 10^5
+        # runs by walking the newest runs until the bound (2.5 ms) rather than reading all of its index (34 ms).
+        return Q(definition_id__in=ids)
+    # A subquery: a letter is in most of a few hundred definitions' names, and each query of a page would carry
+    # (and have adapted, one by one) hundreds of parameters. So many definitions hold most runs: any order finds
+    # the bound soon.
     return Q(definition_id__in=found.values("pk"))
 
 

@@ -33,7 +33,11 @@ def found(client: Client, query: str) -> list[str]:
     return [run["runId"] for run in response.json()["runs"]]
 
 
-def test_results_come_by_relevance_then_date(client: Client, runs: list[Run]) -> None:
+@pytest.mark.parametrize("listed", [0, 20], ids=["definitions-by-subquery", "definitions-by-id"])
+def test_results_come_by_relevance_then_date(
+    client: Client, runs: list[Run], monkeypatch: pytest.MonkeyPatch, listed: int
+) -> None:
+    monkeypatch.setattr(search, "LISTED_DEFINITIONS", listed)
     named = Definition.objects.create(source="sol-execbench", name="zeta", title="Zeta")
     Run.objects.filter(pk__in=[runs[1].pk, runs[2].pk]).update(definition=named)  # a definition named "zeta"
     Run.objects.filter(pk=runs[0].pk).update(implementation_name="ZETA")  # an implementation named "zeta"
