@@ -20,6 +20,18 @@ class AddIndexOnPostgreSQL(migrations.AddIndex):
             super().database_backwards(app_label, schema_editor, *args)
 
 
+class RemoveIndexOnPostgreSQL(migrations.RemoveIndex):
+    """The removal of an index AddIndexOnPostgreSQL built: elsewhere there is none to drop."""
+
+    def database_forwards(self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, *args: Any) -> None:
+        if schema_editor.connection.vendor == "postgresql":
+            super().database_forwards(app_label, schema_editor, *args)
+
+    def database_backwards(self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, *args: Any) -> None:
+        if schema_editor.connection.vendor == "postgresql":
+            super().database_backwards(app_label, schema_editor, *args)
+
+
 class AddFieldInPlace(migrations.AddField):
     """On SQLite, `ALTER TABLE ... ADD COLUMN` rather than Django's rebuild of the table, which would recreate
     every index of the state, the PostgreSQL-only trigram indexes among them; elsewhere a plain AddField."""

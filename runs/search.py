@@ -33,7 +33,7 @@ from django.db.models.functions import Upper
 from records.identity import RUN_ID_LENGTH
 from records.sources import SOURCES
 from runs.keyset import Part
-from runs.models import AUTHORED, NEWEST_KEYS, Definition, Run
+from runs.models import AUTHORED, DISTINCT_PROJECT, NEWEST_KEYS, Definition, Run
 
 # A shorter prefix of a run id matches too many runs to be what someone meant.
 MIN_ID_PREFIX = 4
@@ -74,7 +74,8 @@ def search_parts(text: str) -> list[Part]:
         ("definition-partial", _definition_match(query, exact=False)),
     ]
     if len(query) >= MIN_FRAGMENT:
-        names = Q(implementation_name__icontains=query) | Q(project__icontains=query)
+        # A project the same as the implementation's name is found through the name (models.DISTINCT_PROJECT).
+        names = Q(implementation_name__icontains=query) | (DISTINCT_PROJECT & Q(project__icontains=query))
         matches.append(("name-partial", names | (AUTHORED & Q(author__icontains=query))))
     parts: list[Part] = []
     earlier = Q()
