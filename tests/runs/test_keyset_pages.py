@@ -150,7 +150,11 @@ def test_list_queries_do_not_grow_with_the_runs(client: Client, import_runs: Imp
     import_runs(write_jsonl(tmp_path / "few.jsonl", sol_records(5)))
     run = Run.objects.first()
     assert run is not None and run.definition is not None
-    urls = ["/", "/?q=submission", f"/?q={run.run_id[:6]}", run.definition.get_absolute_url(), "/sources/sol-execbench"]
+    group = run.group.get_absolute_url()
+    urls = [
+        *("/", "/index.json", "/?q=submission", f"/?q={run.run_id[:6]}", run.definition.get_absolute_url()),
+        *("/sources/sol-execbench", "/sources/sol-execbench.json", group, f"{group}.json", "/api/v1/runs?limit=200"),
+    ]
     small = {url: count_queries(client, url) for url in urls}
     import_runs(write_jsonl(tmp_path / "many.jsonl", sol_records(300, start_id=700_000)))
     for url in urls:

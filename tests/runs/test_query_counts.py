@@ -11,7 +11,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from runs.models import Run
+from runs.models import ComparisonGroup, Run
 from tests.conftest import ImportRuns
 from tests.pages import queries_for, sol_records, write_jsonl
 
@@ -81,3 +81,30 @@ def test_run_page_asks_for_nothing_the_run_does_not_have(
         html = client.get(run.get_absolute_url()).content.decode()
     assert "Reported issues" in html
     assert sum("attestations_issuereport" in query["sql"] for query in captured.captured_queries) == 1
+
+
+@pytest.mark.parametrize("board", [False, True], ids=["latency-order", "source-order"])
+def test_a_list_pages_queries_do_not_depend_on_how_many_rows_it_shows(
+    client: Client, import_runs: ImportRuns, tmp_path: Path, settings: Any, board: bool
+) -> None:
+    """A list loads only some of each run's fields (RunQuerySet.for_lists): a row that read another one would
+    make a query of its own, and a page of 40 rows would make more queries than a page of 2."""
+    import_runs(write_jsonl(tmp_path / "runs.jsonl", sol_records(45)))
+    run = Run.objects.first()
+    assert run is not None
+    Run.objects.filter(pk=run.pk).update(on_public_board=False)  # a private one: its leaderboard row says so
+    if board:  # ranked as the source's board ranks them (runs.selectors.source_order)
+        ComparisonGroup.objects.filter(pk=run.group_id).update(native_order="sol_score")
+        for rank, pk in enumerate(Run.objects.exclude(pk=run.pk).values_list("pk", flat=True), start=1):
+            Run.objects.filter(pk=pk).update(source_rank=rank)
+    group = run.group.get_absolute_url()
+    urls = [
+        *("/", "/index.json", "/?q=submission", "/sources/sol-execbench", "/sources/sol-execbench.json"),
+        *(group, f"{group}.json", "/api/v1/runs"),
+    ]
+    settings.RUNS_PER_PAGE = 2
+    for url in urls:  # the leaderboard's chart is then a fragment in the cache, whatever the page's size
+        client.get(url)
+    few = {url: queries_for(client, url) for url in urls}
+    settings.RUNS_PER_PAGE = 40
+    assert {url: queries_for(client, url) for url in urls} == few
