@@ -57,6 +57,7 @@ REDIS_URL = "redis://127.0.0.1:6379/3"
 DATABASE_PREFIX = "kernelindex_pages_bench"
 LUA = Path(__file__).resolve().parent / "urls.lua"
 PER_PAGE = 50  # the app's RUNS_PER_PAGE default
+BROWSER_ACCEPT_ENCODING = "gzip, deflate, br, zstd"  # what Chromium sends
 
 
 @dataclass
@@ -98,6 +99,12 @@ def main() -> None:
         default=None,
         help="the first size's port, the next sizes' the ports after it (default: free ports); a port "
         "something else already listens on is refused, so that nothing but this benchmark's server is measured",
+    )
+    parser.add_argument(
+        "--accept-encoding",
+        default=BROWSER_ACCEPT_ENCODING,
+        help="the Accept-Encoding every request sends (default: Chromium's, so cached pages come gzipped, as a "
+        "browser gets them); '' asks for pages as they are",
     )
     parser.add_argument("--rebuild", action="store_true", help="drop and re-import each size's database")
     parser.add_argument(
@@ -312,11 +319,11 @@ def wait_until_up(server: subprocess.Popen[bytes], port: int, log: str) -> None:
     sys.exit(f"gunicorn did not answer /healthz; see {log}")
 
 
-def get(port: int, path: str) -> tuple[int, float]:
+def get(port: int, path: str, accept_encoding: str = "") -> tuple[int, float]:
     """Status and milliseconds of one GET on a fresh connection, as a new visitor makes it."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     started = time.perf_counter()
-    connection.request("GET", path)
+    connection.request("GET", path, headers={"Accept-Encoding": accept_encoding} if accept_encoding else {})
     response = connection.getresponse()
     response.read()
     elapsed = (time.perf_counter() - started) * 1000
@@ -332,7 +339,11 @@ def measure(
 ) -> list[Result]:
     """A cold pass over every URL from an empty cache, then wrk rounds on the warm cache, taking turns."""
     redis.Redis.from_url(options.redis).flushdb()
-    cold = {(size, target): cold_pass(ports[size], paths) for size in ports for target, paths in targets[size].items()}
+    cold = {
+        (size, target): cold_pass(ports[size], paths, options.accept_encoding)
+        for size in ports
+        for target, paths in targets[size].items()
+    }
     listings = {}
     for size in ports:
         for target, paths in targets[size].items():
@@ -350,11 +361,11 @@ def measure(
     ]
 
 
-def cold_pass(port: int, paths: list[str]) -> tuple[float, float]:
+def cold_pass(port: int, paths: list[str], accept_encoding: str) -> tuple[float, float]:
     """p50 and p99 of each URL's first request, one at a time: the render a cache miss costs."""
     elapsed = []
     for path in paths:
-        status, milliseconds = get(port, path)
+        status, milliseconds = get(port, path, accept_encoding)
         if status != 200:
             sys.exit(f"GET {path}: {status}")
         elapsed.append(milliseconds)
@@ -379,6 +390,7 @@ def wrk(port: int, listing: Path, options: argparse.Namespace) -> Load:
         f"-c{options.connections}",
         f"-d{options.duration}s",
         "--latency",
+        *(["-H", f"Accept-Encoding: {options.accept_encoding}"] if options.accept_encoding else []),
         "-s",
         str(LUA),
         f"http://127.0.0.1:{port}",
@@ -490,6 +502,7 @@ def describe_machine(options: argparse.Namespace) -> str:
         f"gunicorn: {options.workers} sync workers; wrk: 1 thread, "
         f"{options.connections} connections, {options.rounds} rounds of {options.duration} s per target; "
         f"page cache {'off' if options.no_page_cache else 'on'}; "
+        f"Accept-Encoding: {options.accept_encoding or '(none)'}; "
         f"{'through nginx (deploy/serve.py), gunicorn on a unix socket' if options.proxy else 'gunicorn on TCP'}"
     )
 

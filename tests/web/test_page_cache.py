@@ -7,6 +7,7 @@ which runs the commit callbacks as a real commit would.
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from datetime import timedelta
@@ -95,6 +96,60 @@ def test_the_htmx_fragment_and_the_full_page_are_cached_apart(client: Client, ru
         assert full.content.decode().startswith("<!doctype html>")
         assert fragment.content.decode().strip().startswith('<div id="leaderboard">')
         assert "HX-Request" in full["Vary"] and "HX-Request" in fragment["Vary"]
+
+
+BROWSER_ENCODINGS = {"Accept-Encoding": "gzip, deflate, br, zstd"}
+
+
+def test_a_cached_page_goes_gzipped_to_a_browser_and_as_it_is_to_a_client_that_does_not_ask(
+    client: Client, run: Run
+) -> None:
+    """The cache keeps a page gzipped (web.cache): a browser gets those bytes, whether the page was just rendered
+    or kept; a client that does not accept gzip gets the very page, decompressed."""
+    urls = [run.get_absolute_url(), f"{run.get_absolute_url()}.json", run.group.get_absolute_url(), "/"]
+    for url in urls:
+        plain = [client.get(url) for _ in range(2)]  # rendered, then from the cache
+        gzipped = [Client().get(url, headers=BROWSER_ENCODINGS) for _ in range(2)]
+        assert plain[0].content == plain[1].content, url
+        for response in plain:
+            assert "Content-Encoding" not in response and "Accept-Encoding" in response["Vary"], url
+        for response in gzipped:
+            assert response["Content-Encoding"] == "gzip" and "Accept-Encoding" in response["Vary"], url
+            assert gzip.decompress(response.content) == plain[0].content, url
+            assert len(response.content) < len(plain[0].content), url
+        head = Client().head(url, headers=BROWSER_ENCODINGS)
+        assert head["Content-Length"] == str(len(gzipped[0].content)) and head.content == b"", url
+
+
+def test_a_small_page_is_kept_as_it_is(client: Client, run: Run) -> None:
+    badge = f"{run.get_absolute_url()}/badge.svg"
+    for _ in range(2):
+        response = client.get(badge, headers=BROWSER_ENCODINGS)
+        assert "Content-Encoding" not in response and response.content.startswith(b"<svg")
+
+
+@pytest.mark.parametrize(
+    ("accept_encoding", "admits"),
+    [
+        ("gzip", True),
+        ("gzip, deflate, br, zstd", True),
+        ("GZIP;Q=0.5", True),
+        ("x-gzip", True),
+        ("deflate, *;q=0.1", True),
+        ("*", True),
+        ("", False),
+        ("br, zstd", False),
+        ("identity", False),
+        ("gzip;q=0", False),
+        ("gzip;q=0.000", False),
+        ("*;q=0", False),
+        ("gzip;q=0, *", False),
+        ("gzip;q=nonsense", False),
+        ("br;q=1, gzip ; q=0.2", True),
+    ],
+)
+def test_accept_encoding_is_read_with_its_weights(accept_encoding: str, admits: bool) -> None:
+    assert cache.accepts_gzip(accept_encoding) is admits
 
 
 def test_an_unknown_run_stays_404(client: Client, run: Run) -> None:
