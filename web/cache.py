@@ -269,9 +269,10 @@ def page_address(request: HttpRequest) -> str:
     return f"{variant} {request.scheme}://{request.get_host().lower()}{request.path}?{request.GET.urlencode()}"
 
 
-def page_key(request: HttpRequest) -> str:
-    """The cache slot of the page: one of PAGE_CACHE_ENTRIES, so no crawl can make the cache grow past them."""
-    digest = int.from_bytes(hashlib.sha256(page_address(request).encode()).digest()[:8], "big")
+def page_key(address: str) -> str:
+    """The cache slot of the page at `address`: one of PAGE_CACHE_ENTRIES, so no crawl can make the cache grow
+    past them."""
+    digest = int.from_bytes(hashlib.sha256(address.encode()).digest()[:8], "big")
     return f"pages:{digest % page_cache_entries()}"
 
 
@@ -309,7 +310,8 @@ def cached_page(kind: PageKind, *, params: Mapping[str, Normaliser] | None = Non
 def _served(
     request: HttpRequest, view: Callable[..., HttpResponse], args: Any, kwargs: Any, declared: list[str]
 ) -> HttpResponse:
-    key, address = page_key(request), page_address(request)
+    address = page_address(request)
+    key = page_key(address)
     # One round trip for the site generation, the page and the scopes known from the URL or learned before.
     fetched = [scope_key(scope) for scope in (*declared, *_learned_scopes.get(address, ()))]
     found = cache.get_many([GENERATION_KEY, key, *fetched])

@@ -309,7 +309,7 @@ def test_a_page_that_uses_the_visitors_csrf_token_is_never_kept(rf: RequestFacto
 
     first, second = visit(), visit()
     assert tokens(first.content) != tokens(second.content)
-    assert django_cache.get(cache.page_key(rf.get("/a-form"))) is None
+    assert django_cache.get(cache.page_key(cache.page_address(rf.get("/a-form")))) is None
 
 
 def test_the_thanks_after_a_post_without_javascript_shows_to_its_sender_alone(run: Run) -> None:
