@@ -71,7 +71,7 @@ def main() -> None:
 
     print(f"CPU reference: {cpu_reference():.1f} ms (a million squares summed in Python, best of 5)")
     if options.fresh:
-        print("\nRight after the import (its own ANALYZE, no VACUUM):")
+        print("\nRight after the import (nothing run after it but what import_runs does itself):")
         measure(Client(), options, draw="cold-fresh")
         run_page_module().vacuum_analyze(url)
         print("\nAfter VACUUM ANALYZE:")
