@@ -8,28 +8,24 @@ from django.db import migrations
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
 
-class AddIndexOnPostgreSQL(migrations.AddIndex):
-    """An index only PostgreSQL can build (a trigram index); elsewhere the state records it and nothing runs."""
+class OnPostgreSQLOnly:
+    """An operation run on PostgreSQL alone; elsewhere the state records it and nothing runs."""
 
     def database_forwards(self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, *args: Any) -> None:
         if schema_editor.connection.vendor == "postgresql":
-            super().database_forwards(app_label, schema_editor, *args)
+            super().database_forwards(app_label, schema_editor, *args)  # type: ignore[misc]
 
     def database_backwards(self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, *args: Any) -> None:
         if schema_editor.connection.vendor == "postgresql":
-            super().database_backwards(app_label, schema_editor, *args)
+            super().database_backwards(app_label, schema_editor, *args)  # type: ignore[misc]
 
 
-class RemoveIndexOnPostgreSQL(migrations.RemoveIndex):
+class AddIndexOnPostgreSQL(OnPostgreSQLOnly, migrations.AddIndex):
+    """An index only PostgreSQL can build (a trigram index)."""
+
+
+class RemoveIndexOnPostgreSQL(OnPostgreSQLOnly, migrations.RemoveIndex):
     """The removal of an index AddIndexOnPostgreSQL built: elsewhere there is none to drop."""
-
-    def database_forwards(self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, *args: Any) -> None:
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_forwards(app_label, schema_editor, *args)
-
-    def database_backwards(self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, *args: Any) -> None:
-        if schema_editor.connection.vendor == "postgresql":
-            super().database_backwards(app_label, schema_editor, *args)
 
 
 class AddFieldInPlace(migrations.AddField):
