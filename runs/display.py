@@ -207,12 +207,18 @@ def harness_line(protocol: ProtocolSpec) -> str:
     return f"{protocol.harness.name} {protocol.harness.version}".strip()
 
 
-def protocol_rows(protocol: ProtocolSpec | None) -> list[tuple[str, str]]:
-    if protocol is None:
+def protocol_rows(record: Record[ProtocolSpec] | None) -> list[tuple[str, str]]:
+    """The protocol's facts: its title (which names the harness and protocol that measured the run, a
+    KernelIndex rerun's included), harness, timer, statistic, correctness reference, comparability family."""
+    if record is None:
         return []
+    protocol = record.spec
     comparability = protocol.comparability
+    harness = harness_line(protocol)
+    title = record.metadata.title or ""
     rows = [
-        ("harness", harness_line(protocol)),
+        ("protocol", title if title != harness else ""),  # a title that only repeats the harness is left out
+        ("harness", harness),
         ("timer", protocol.measurement.timer),
         ("primaryStatistic", protocol.measurement.primaryStatistic),
         ("correctnessReference", protocol.correctness.reference),

@@ -138,7 +138,8 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
     values = {role: document.value for role, document in documents.items()}
     # Each document is read through its kind's model once; the sections read these records' attributes.
     run_doc = display.read(values["run"], RunSpec)
-    protocol = display.spec_of(display.typed(values.get("protocol"), ProtocolSpec))
+    protocol_record = display.typed(values.get("protocol"), ProtocolSpec)
+    protocol = display.spec_of(protocol_record)
     environment = display.typed(values.get("environment"), EnvironmentSpec)
     workload = display.spec_of(display.typed(values.get("workload"), WorkloadSpec))
     implementation = display.spec_of(display.typed(values.get("implementation"), ImplementationSpec))
@@ -164,7 +165,7 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
         "release": release_id(),
         "measurements": once(lambda: display.measurements(run_doc)),
         "case_results": once(lambda: display.case_rows(run_doc.cases or [], display.workload_axes(workload))),
-        "protocol_rows": once(lambda: display.protocol_rows(protocol)),
+        "protocol_rows": once(lambda: display.protocol_rows(protocol_record)),
         "environment_rows": once(lambda: display.environment_rows(environment)),
         "hardware": display.environment_hardware(environment.spec) if environment else run.hardware,
         "published_files": once(lambda: display.published_files(implementation)),
