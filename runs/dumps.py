@@ -38,6 +38,7 @@ from records.manifest import manifest_text
 from records.sources import dump as dump_format
 from records.sources.base import RunStateItem, SectionItem
 from runs.dump_sections import SectionImport, registered_sections
+from runs.figures import refresh_version_counts
 from runs.models import (
     Definition,
     Document,
@@ -388,3 +389,4 @@ class RunStateWriter:
                 version.imported_at = times[(version.run_id, version.digest)]
                 changed.append(version)
         RunVersion.objects.bulk_update(changed, ["imported_at"], batch_size=CHUNK)
+        refresh_version_counts(runs)

@@ -3,10 +3,10 @@
 A comparison group keeps its listed runs, its ranked runs (models.RANKED: passed
 or measured, a latency, not withdrawn, not "not reproduced"), the fastest of
 those, and, in a large group, its rank marks (below); a run keeps how many
-reruns, evidence changes and approved notes it has.
-Every writer that changes what they count calls one of these two functions in
-its transaction (the importer, withdraw and restore, a rerun's request and
-verdict, reevaluation, moderation of notes). Each recomputes from the rows
+versions of its record, reruns, evidence changes and approved notes it has.
+Every writer that changes what they count calls one of these functions in
+its transaction (the importer and a dump's restore, withdraw and restore, a
+rerun's request and verdict, reevaluation, moderation of notes). Each recomputes from the rows
 rather than adding one, so a writer that runs twice, or a figure that drifted,
 comes out right.
 """
@@ -19,7 +19,7 @@ from typing import Any
 from django.db.models import Count, F, IntegerField, OuterRef, QuerySet, Subquery, Value, Window
 from django.db.models.functions import Coalesce, Rank, RowNumber
 
-from runs.models import LISTED, RANKED, ComparisonGroup, EvidenceChange, RerunRequest, Run
+from runs.models import LISTED, RANKED, ComparisonGroup, EvidenceChange, RerunRequest, Run, RunVersion
 
 
 def refresh_group_figures(group_ids: Iterable[int]) -> None:
@@ -37,12 +37,13 @@ def refresh_group_figures(group_ids: Iterable[int]) -> None:
     groups = list(ComparisonGroup.objects.filter(pk__in=ids).only("pk"))
     for group in groups:
         best = Run.objects.ranked().filter(group_id=group.pk).order_by("latency_ns", "run_id")
-        group.best_run_id, group.best_latency_ns = best.values_list("pk", "latency_ns").first() or (None, None)
+        fastest = best.values_list("pk", "run_id", "latency_ns").first() or (None, "", None)
+        group.best_run_id, group.best_run_run_id, group.best_latency_ns = fastest
         group.run_count = counts.get(group.pk, {}).get("listed", 0)
         group.ranked_count = counts.get(group.pk, {}).get("ranked", 0)
         group.rank_marks = rank_marks(Run.objects.ranked().filter(group_id=group.pk), group.ranked_count)
     ComparisonGroup.objects.bulk_update(
-        groups, ["run_count", "ranked_count", "best_run", "best_latency_ns", "rank_marks"]
+        groups, ["run_count", "ranked_count", "best_run", "best_run_run_id", "best_latency_ns", "rank_marks"]
     )
 
 
@@ -88,6 +89,14 @@ def refresh_run_counters(run_ids: Iterable[int]) -> None:
         rerun_count=count_per_run(RerunRequest.objects.all()),
         evidence_change_count=count_per_run(EvidenceChange.objects.all()),
     )
+
+
+def refresh_version_counts(run_ids: Iterable[int]) -> None:
+    """Recount the stored versions of these runs' records: the writers that add versions call it (the
+    importer, for the runs a file changed; a dump's restore)."""
+    ids = sorted(set(run_ids))
+    if ids:
+        Run.objects.filter(pk__in=ids).update(version_count=count_per_run(RunVersion.objects.all()))
 
 
 def count_per_run(rows: QuerySet[Any]) -> Coalesce:

@@ -38,7 +38,7 @@ from records.sources.base import (
 from records.summary import DefinitionRef, GroupRef, RunSummary, summarize
 from runs.bulk import BulkInserter
 from runs.dumps import RunStateWriter
-from runs.figures import refresh_group_figures
+from runs.figures import refresh_group_figures, refresh_version_counts
 from runs.models import (
     ComparisonGroup,
     Definition,
@@ -436,6 +436,7 @@ class UnitImporter:
             run.updated_at = now
         Run.objects.bulk_update(runs.values(), [*RUN_INDEX_FIELDS, "updated_at"], batch_size=BATCH_SIZE)
         self._add_versions((run_pk, indexed) for indexed, run_pk in changed)
+        refresh_version_counts(runs)  # a new run's one version is the field's default
         self.result.updated += len(changed)
 
     def _index_values(self, run: RunSummary) -> tuple[Any, ...]:

@@ -136,6 +136,8 @@ class ComparisonGroup(models.Model):
     best_run = models.ForeignKey(
         "Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
     )
+    # The best run's run id, for a run page's "Compare with #1", which would otherwise join the whole run.
+    best_run_run_id = models.CharField(max_length=16, blank=True)
     # In a large group, [latency, ranked runs faster] every runs.figures.RANK_MARK_EVERY ranked runs, from which
     # a run's rank is counted (runs.selectors.faster_in); empty in a small one.
     rank_marks = models.JSONField(default=list, blank=True)
@@ -314,8 +316,10 @@ class Run(models.Model):
     source_rank = models.PositiveIntegerField(null=True, blank=True)
     on_public_board = models.BooleanField(default=True)
     # How many of each the run has, kept by their writers (runs.figures), so that its page asks only for what
-    # it has: reruns requested, evidence changes, approved notes and reproductions, and issue reports (counted by
-    # attestations, which owns those rows).
+    # it has: versions of its record (the page lists them where there are two or more), reruns requested,
+    # evidence changes, approved notes and reproductions, and issue reports (counted by attestations, which owns
+    # those rows).
+    version_count = models.PositiveIntegerField(default=1)
     rerun_count = models.PositiveIntegerField(default=0)
     evidence_change_count = models.PositiveIntegerField(default=0)
     note_count = models.PositiveIntegerField(default=0)

@@ -170,7 +170,7 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
         "hardware": display.environment_hardware(environment.spec) if environment else run.hardware,
         "published_files": once(lambda: display.published_files(implementation)),
         "entry_point": once(lambda: display.entry_point_line(implementation)),
-        "versions": list(run.versions.all()),
+        "versions": list(run.versions.all()) if run.version_count > 1 else [],  # listed only if there are two
         "citation": citation(run, identity.implementation),
         # The run counts what it has (runs.figures): a run without notes asks for none.
         **reruns,

@@ -68,7 +68,9 @@ def run_pages(client: Client) -> dict[str, str]:
 
 def stored() -> dict[str, Any]:
     return {
-        "runs": sorted(Run.objects.values_list("run_id", "digest", "withdrawn_at", "published_at", "source_rank")),
+        "runs": sorted(
+            Run.objects.values_list("run_id", "digest", "withdrawn_at", "published_at", "source_rank", "version_count")
+        ),
         "versions": sorted(RunVersion.objects.values_list("run__run_id", "digest", "imported_at", "declared_digests")),
         "documents": sorted(Document.objects.values_list("digest", flat=True)),
         "definitions": sorted(Definition.objects.values_list("source", "name", "title", "case_count")),

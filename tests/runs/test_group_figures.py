@@ -50,6 +50,7 @@ def counted(group: ComparisonGroup) -> Figures:
 def kept(group: ComparisonGroup) -> Figures:
     group = ComparisonGroup.objects.select_related("best_run").get(pk=group.pk)
     best = group.best_run.run_id if group.best_run else None
+    assert group.best_run_run_id == (best or ""), "the run id a run page links to as #1 is the best run's"
     return group.run_count, group.ranked_count, group.best_latency_ns, best, group.rank_marks
 
 
@@ -94,7 +95,9 @@ def test_group_figures_follow_import_withdraw_restore_verdict_and_reevaluate(
     # Reevaluated under a rule that reads the stored result differently: the level, and the figures, follow.
     RerunRequest.objects.filter(pk=rerun.pk).update(verdict="reproduced", rule_version=None)
     Run.objects.filter(pk=fastest.pk).update(evidence="reproduced")
-    ComparisonGroup.objects.filter(pk=group.pk).update(ranked_count=0, best_run=None, best_latency_ns=None)
+    ComparisonGroup.objects.filter(pk=group.pk).update(
+        ranked_count=0, best_run=None, best_run_run_id="", best_latency_ns=None
+    )
     call_command("reevaluate", fastest.run_id, stdout=io.StringIO())
     assert Run.objects.get(pk=fastest.pk).evidence == "not_reproduced"
     assert_every_group_right()

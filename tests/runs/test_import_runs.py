@@ -139,12 +139,13 @@ def test_a_changed_record_keeps_its_permalink_and_adds_a_version(
     run.refresh_from_db()
     assert run.digest != old_digest
     assert set(run.versions.values_list("digest", flat=True)) == {old_digest, run.digest}
+    assert run.version_count == 2
     assert Document.objects.filter(digest=old_digest).exists()
     assert run.source_score == 0.85
     # Importing the old file again does not flip the run back.
     import_runs(sample / SOL_SUBMISSIONS)
     run.refresh_from_db()
-    assert run.versions.count() == 2 and run.source_score == 0.85
+    assert run.versions.count() == run.version_count == 2 and run.source_score == 0.85
 
 
 def replaced(old: str, new: str, keep: int = 1) -> Any:

@@ -73,14 +73,34 @@ def test_run_page_asks_for_nothing_the_run_does_not_have(
     with CaptureQueriesContext(connection) as captured:
         assert client.get(run.get_absolute_url()).status_code == 200
     tables = " ".join(query["sql"] for query in captured.captured_queries)
-    # No reruns, no evidence changes, no notes, no issue reports, and not a rerun's result: none is asked for.
-    for table in ("runs_rerunrequest", "runs_evidencechange", "attestations_attestation", "attestations_issuereport"):
+    # One version, no reruns, no evidence changes, no notes, no issue reports, and not a rerun's result: none
+    # is asked for.
+    unasked = ("runs_runversion", "runs_rerunrequest", "runs_evidencechange")
+    for table in (*unasked, "attestations_attestation", "attestations_issuereport"):
         assert table not in tables, table
     IssueReport.objects.create(run=run, category="other", body="the figures look off")
     with CaptureQueriesContext(connection) as captured:
         html = client.get(run.get_absolute_url()).content.decode()
     assert "Reported issues" in html
     assert sum("attestations_issuereport" in query["sql"] for query in captured.captured_queries) == 1
+
+
+def test_run_page_lists_versions_only_of_a_run_the_source_changed(
+    client: Client, import_runs: ImportRuns, tmp_path: Path
+) -> None:
+    records = sol_records(2)
+    import_runs(write_jsonl(tmp_path / "runs.jsonl", records))
+    import_runs(write_jsonl(tmp_path / "changed.jsonl", [records[0] | {"avg_speedup": 3.0}]))
+    changed = Run.objects.get(version_count=2)
+    unchanged = Run.objects.get(version_count=1)
+    with CaptureQueriesContext(connection) as captured:
+        html = client.get(changed.get_absolute_url()).content.decode()
+    assert "The source changed this record: 2 versions" in html
+    assert sum("runs_runversion" in query["sql"] for query in captured.captured_queries) == 1
+    with CaptureQueriesContext(connection) as captured:
+        html = client.get(unchanged.get_absolute_url()).content.decode()
+    assert "The source changed this record" not in html
+    assert not any("runs_runversion" in query["sql"] for query in captured.captured_queries)
 
 
 @pytest.mark.parametrize("board", [False, True], ids=["latency-order", "source-order"])
