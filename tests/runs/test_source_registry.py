@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.test import Client
+from django.urls import set_script_prefix
 
 from records.sources import REGISTRY, SOURCES
 
@@ -36,3 +38,22 @@ def test_each_source_is_registered_once_with_an_adapter_for_source_option() -> N
     for source in REGISTRY:
         assert source.default_adapter(False).name == source.info.key
         assert all(form.adapter(False).name == source.info.key for form in source.formats)
+
+
+@pytest.mark.django_db
+def test_the_navigation_rendered_once_follows_the_prefix_the_site_is_served_under(
+    client: Client, settings: Any
+) -> None:
+    """The frame's links are rendered once per process (site_frame), but under a URL prefix (a proxy's
+    SCRIPT_NAME, which the WSGI handler sets before each request) every link starts with that prefix, and
+    without one none does, whichever was asked first."""
+    settings.PAGE_CACHE_SECONDS = 0  # one deployment has one prefix: the page cache does not key on it
+    set_script_prefix("/kernelindex/")
+    try:
+        mounted = client.get("/").content.decode()
+    finally:
+        set_script_prefix("/")
+    plain = client.get("/").content.decode()
+    assert '<a class="brand" href="/kernelindex/">' in mounted
+    assert 'href="/kernelindex/sources/sol-execbench"' in mounted and 'href="/kernelindex/dumps/"' in mounted
+    assert '<a class="brand" href="/">' in plain and "/kernelindex/" not in plain
