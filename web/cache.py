@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import django
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.messages.storage.cookie import CookieStorage
 from django.core.cache import cache
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, QueryDict
@@ -357,7 +358,11 @@ def _scopes_current(stamped: ScopeStamp, found: dict[str, Any], fetched: set[str
 
 
 def _personal(request: HttpRequest) -> bool:
-    """A request whose page shows something for this visitor alone."""
+    """A request whose page shows something for this visitor alone: a signed-in user, or messages to see. Both
+    come with a cookie (the session's, or the messages' own), so a visitor who sends neither, as most do, is
+    answered without loading the session."""
+    if settings.SESSION_COOKIE_NAME not in request.COOKIES and CookieStorage.cookie_name not in request.COOKIES:
+        return False
     return request.user.is_authenticated or len(messages.get_messages(request)) > 0
 
 
@@ -382,8 +387,8 @@ def _response(page: CachedPage, request: HttpRequest) -> HttpResponse:
     response = HttpResponse(content if compressed or not gzipped else gzip.decompress(content))
     for name, value in headers.items():
         response[name] = value
-    if gzipped:
-        patch_vary_headers(response, ["Accept-Encoding"])  # shared caches keep the two forms apart
+    # Shared caches keep apart the two encodings, and the pages of signed-in visitors, rendered for them alone.
+    patch_vary_headers(response, ["Accept-Encoding", "Cookie"] if gzipped else ["Cookie"])
     if compressed:
         response["Content-Encoding"] = "gzip"
     return response

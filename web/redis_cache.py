@@ -1,9 +1,14 @@
-"""Django's Redis cache backend, with one redis-py client per connection pool instead of one per call.
+"""Django's Redis cache backend, with one redis-py client per connection pool instead of one per call, and
+without memcached's key checks.
 
 Django builds a new `redis.Redis` for every cache operation; with redis-py 8 that
 costs more than the round trip itself (about 160 µs against 120 µs on loopback),
 and a cached page is one round trip. The client is thread-safe and holds no
 connection of its own (the pool does), so keeping it changes nothing else.
+
+Django also checks every key against memcached's rules, character by character,
+to warn where memcached would refuse it; Redis takes any key, and the check of a
+cached page's five keys took about 20 µs of the hit.
 """
 
 from __future__ import annotations
@@ -32,3 +37,6 @@ class RedisCache(django_redis.RedisCache):
     def __init__(self, server: str, params: dict[str, Any]) -> None:
         super().__init__(server, params)
         self._class = RedisCacheClient
+
+    def validate_key(self, key: str) -> None:
+        """Any key will do for Redis (see the module's docstring)."""

@@ -113,6 +113,8 @@ def test_a_cached_page_goes_gzipped_to_a_browser_and_as_it_is_to_a_client_that_d
         assert plain[0].content == plain[1].content, url
         for response in plain:
             assert "Content-Encoding" not in response and "Accept-Encoding" in response["Vary"], url
+        for response in (*plain, *gzipped):  # a shared cache must not give a signed-in visitor's page to others
+            assert "Cookie" in response["Vary"], url
         for response in gzipped:
             assert response["Content-Encoding"] == "gzip" and "Accept-Encoding" in response["Vary"], url
             assert gzip.decompress(response.content) == plain[0].content, url
