@@ -3,8 +3,9 @@ from __future__ import annotations
 from django.db import migrations, models
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.state import StateApps
-from django.db.models import Count, IntegerField, OuterRef, Subquery
+from django.db.models import Count, OuterRef, Subquery
 
+from runs.figures import count_per_run
 from runs.migration_operations import AddFieldInPlace
 
 
@@ -14,10 +15,9 @@ def fill(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     Run = apps.get_model("runs", "Run")
     RunVersion = apps.get_model("runs", "RunVersion")
     ComparisonGroup = apps.get_model("runs", "ComparisonGroup")
-    per_run = RunVersion.objects.order_by().values("run_id").annotate(n=Count("pk"))
-    counted = per_run.filter(run_id=OuterRef("pk")).values("n")
-    Run.objects.filter(pk__in=per_run.filter(n__gt=1).values("run_id")).update(
-        version_count=Subquery(counted, output_field=IntegerField())
+    changed = RunVersion.objects.order_by().values("run_id").annotate(n=Count("pk")).filter(n__gt=1)
+    Run.objects.filter(pk__in=changed.values("run_id")).update(
+        version_count=count_per_run(RunVersion.objects.all())
     )
     best = Run.objects.filter(pk=OuterRef("best_run_id")).values("run_id")[:1]
     ComparisonGroup.objects.exclude(best_run=None).update(best_run_run_id=Subquery(best))
