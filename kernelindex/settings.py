@@ -296,12 +296,11 @@ RERUN_HEARTBEAT_SECONDS = env_float("RERUN_HEARTBEAT_SECONDS", 10)
 RERUN_STALE_AFTER_SECONDS = env_float("RERUN_STALE_AFTER_SECONDS", 60)
 RERUN_MAX_ATTEMPTS = env_int("RERUN_MAX_ATTEMPTS", 3)
 # An attempt too noisy to decide (or an unconfirmed failure) runs again this long after, within the same
-# RERUN_MAX_ATTEMPTS; the last attempt's verdict stands, inconclusive or not. With the sweep's period, a retry
-# is sent within half a minute.
-RERUN_RETRY_AFTER_SECONDS = env_float("RERUN_RETRY_AFTER_SECONDS", 20)
+# RERUN_MAX_ATTEMPTS; the last attempt's verdict stands, inconclusive or not.
+RERUN_RETRY_AFTER_SECONDS = env_float("RERUN_RETRY_AFTER_SECONDS", 300)
 # A request still queued this long after it was sent (or never sent: the broker was down) is sent again.
 RERUN_RESEND_AFTER_SECONDS = env_float("RERUN_RESEND_AFTER_SECONDS", 120)
-RERUN_SWEEP_SECONDS = env_float("RERUN_SWEEP_SECONDS", 10)
+RERUN_SWEEP_SECONDS = env_float("RERUN_SWEEP_SECONDS", 30)
 # Development only: run solutions without the bubblewrap sandbox where it is not installed.
 RERUN_UNSANDBOXED = env_bool("RERUN_UNSANDBOXED", False)
 # Open data (runs/dumps.py): Celery beat writes a dump of the whole index here once a day, served at /dumps/;

@@ -488,13 +488,6 @@ class RerunRequest(models.Model):
     tolerance = models.FloatField(null=True, blank=True)
     # An attempt that came out inconclusive is queued again; the sweep sends it once this time has come.
     retry_at = models.DateTimeField(null=True, blank=True)
-    # The job the current attempt was sent as (a fresh nonce per attempt): only an attestation of this job,
-    # from the worker that took it, is recorded (runs.collector).
-    job_id = models.CharField(max_length=64, blank=True, db_index=True)
-    # The figures the verdict was decided on (the attested harness result and its confirmation), and the
-    # signed attestation they came in: `reevaluate` reads these, never a run, which anyone might change.
-    evidence = models.JSONField(null=True, blank=True)
-    attestation = models.JSONField(null=True, blank=True, help_text="The DSSE envelope the worker signed.")
 
     objects = RerunRequestQuerySet.as_manager()
 
@@ -579,62 +572,6 @@ def rule_label(version: int | None, tolerance: float | None) -> str:
     if version is None:
         return ""
     return f"rule {version}, tolerance ±{tolerance or 0:.0%}"
-
-
-class WorkerKeyQuerySet(models.QuerySet["WorkerKey"]):
-    def unrevoked(self) -> WorkerKeyQuerySet:
-        return self.filter(revoked_at__isnull=True)
-
-
-class WorkerKey(models.Model):
-    """A rerun worker's registered signing key: the one thing that lets a worker write a rerun's result.
-
-    Made by `manage.py worker_key create NAME --class CLASS`, which prints the private key once; only the
-    public key is kept, and published at /api/v1/workers with its revocation.
-    """
-
-    name = models.CharField(max_length=100, unique=True)
-    # The hardware classes it may attest for, comma-separated.
-    hardware = models.CharField(max_length=500)
-    public_key = models.CharField(max_length=64, help_text="ed25519, its 32 raw bytes in base64.")
-    key_id = models.CharField(max_length=DIGEST_LENGTH, unique=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-
-    objects = WorkerKeyQuerySet.as_manager()
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.hardware}){' revoked' if self.revoked_at else ''}"
-
-    @property
-    def classes(self) -> list[str]:
-        return [name for name in self.hardware.split(",") if name]
-
-
-class RerunAttempt(models.Model):
-    """One attested attempt of a rerun: the job it was sent as, its signed attestation and what the rule said.
-
-    A job id is recorded once (unique): an attestation sent again, for this request or another, is refused.
-    """
-
-    request = models.ForeignKey(RerunRequest, on_delete=models.CASCADE, related_name="attested_attempts")
-    attempt = models.PositiveIntegerField()
-    job_id = models.CharField(max_length=64, unique=True)
-    worker = models.CharField(max_length=100, blank=True)
-    # Empty only for an attempt recorded in process without a worker's signature (tests of the rule).
-    attestation = models.JSONField(null=True, blank=True)
-    verdict = models.CharField(max_length=16, blank=True, choices=VERDICTS)
-    verdict_reason = models.TextField(blank=True)
-    recorded_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["request", "attempt"]
-
-    def __str__(self) -> str:
-        return f"Rerun #{self.request_id} attempt {self.attempt}"
 
 
 class RerunWorker(models.Model):

@@ -10,16 +10,22 @@ stopped heartbeating. Only a rerun's verdict moves a run's evidence level.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-import secrets
 import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from celery import current_app
+from django import db
 from django.conf import settings
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth import get_user_model
@@ -27,15 +33,15 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Permissi
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
-from kombu import Queue
 
-from harness.worker import JOB_TASK, HarnessOutcome, harness_environment, write_job_files
-from harness.worker import harness_command as job_harness_command
+from records.canonical import canonical_text, parse_json
 from records.rerun import (
+    CORRECTNESS_FAILURES,
     INCONCLUSIVE,
     RerunOf,
     Verdict,
     measured_from_result,
+    measured_from_run,
     reported_claim,
     rerun_manifest,
     verdict,
@@ -45,7 +51,7 @@ from records.sources.hardware import UnknownHardwareClassError, hardware_class_n
 from records.sources.runnable import harness_definition
 from runs.figures import RUN_COUNTERS, refresh_group_figures, refresh_run_counters
 from runs.ingest import import_manifest
-from runs.models import EVIDENCE_LABELS, Document, EvidenceChange, RerunAttempt, RerunRequest, RerunWorker, Run
+from runs.models import EVIDENCE_LABELS, Document, EvidenceChange, RerunRequest, RerunWorker, Run
 from runs.models import INCONCLUSIVE as INCONCLUSIVE_LEVEL
 from runs.selectors import document_value, live_hardware_classes, run_hardware_class
 from web.scopes import RERUN_PROGRESS, RERUN_RESULT, RERUN_VERDICT
@@ -53,8 +59,22 @@ from web.scopes import RERUN_PROGRESS, RERUN_RESULT, RERUN_VERDICT
 logger = logging.getLogger(__name__)
 
 SYSTEM_USERNAME = "kernelindex"
-# Re-exported for the tests and tools that build a harness command or environment the way a worker does.
-__all__ = ["HarnessOutcome", "harness_environment"]
+# runs.tasks.execute_rerun, sent by name: the task module imports this one.
+EXECUTE_TASK = "runs.tasks.execute_rerun"
+LOG_TAIL_CHARS = 4000
+# What a harness process may see of the worker's environment: nothing of the app's settings or secrets.
+# The thread counts are the machine's timing setup (see harness_environment).
+HARNESS_ENVIRONMENT = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "HOME",
+    "TMPDIR",
+    "CUDA_VISIBLE_DEVICES",
+    "KERNELINDEX_HARDWARE_CLASS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+)
 
 
 class RerunRefusedError(Exception):
@@ -64,6 +84,15 @@ class RerunRefusedError(Exception):
 def may_request_rerun(user: PermissionsMixin | AnonymousUser) -> bool:
     """Asking for a rerun (or cancelling one) needs its own permission: being staff is not enough."""
     return user.has_perm("runs.request_rerun")
+
+
+@dataclass(frozen=True)
+class HarnessOutcome:
+    """What one harness process left: its JSON result (None if it produced none), its log's tail, its time."""
+
+    result: dict[str, Any] | None
+    log_tail: str
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -123,7 +152,6 @@ def request_rerun(
                 hardware=hardware,
                 reason=reason.strip(),
                 requested_by=user if isinstance(user, get_user_model()) else None,
-                job_id=new_job_id(),
             )
             log_rerun(
                 request,
@@ -149,24 +177,12 @@ def queued_message(request: RerunRequest) -> str:
 
 
 def send_rerun(request_id: int) -> bool:
-    """Send the request's job to its hardware's queue. With the broker down the request stays queued, unsent."""
-    request = RerunRequest.objects.select_related("run").filter(pk=request_id, state=RerunRequest.State.QUEUED).first()
+    """Hand the request's id to its hardware's queue. With the broker down the request stays queued, unsent."""
+    request = RerunRequest.objects.filter(pk=request_id, state=RerunRequest.State.QUEUED).first()
     if request is None:
         return False
-    if not request.job_id:
-        RerunRequest.objects.filter(pk=request.pk, job_id="").update(job_id=new_job_id())
-        request.refresh_from_db()
     try:
-        job = rerun_job(request)
-    except RerunRefusedError as refusal:
-        if claim_job(request.job_id, "site"):
-            record_failure(request, request.attempts + 1, "NOT_RUNNABLE", str(refusal))
-        return False
-    try:
-        # Declared as it is sent: a message sent before any worker of the class started waits in its queue
-        # (on a broker without the binding it would be dropped).
-        queue = Queue(request.queue, routing_key=request.queue)
-        current_app.send_task(JOB_TASK, args=(job,), queue=queue, declare=[queue], retry=False)
+        current_app.send_task(EXECUTE_TASK, args=(request.pk,), queue=request.queue, retry=False)
     except Exception as error:  # any broker failure: the sweep sends it again later
         logger.warning("rerun #%s not sent to %s: %s", request.pk, request.queue, error)
         RerunRequest.objects.filter(pk=request.pk).update(send_error=f"not sent: {error}"[:500])
@@ -187,37 +203,44 @@ def cancel_rerun(request: RerunRequest, user: AbstractBaseUser | AnonymousUser) 
 
 
 # -- running -------------------------------------------------------------------------
-#
-# A worker holds no database (harness/worker.py): the site sends it a job, the run's documents and a
-# fresh job id, and hears back from it only through signed messages on the results queue, which the
-# collector (runs/collector.py) verifies before it calls the functions below.
 
 
-def new_job_id() -> str:
-    return secrets.token_hex(16)
+def execute_rerun(request_id: int) -> None:
+    """What the Celery task does: claim, run the harness with a heartbeat, record the outcome."""
+    claim = claim_rerun(request_id, worker_name())
+    if claim is None:
+        return
+    request, attempt = claim
+    try:
+        documents = runnable_documents(request.run)
+    except RerunRefusedError as refusal:
+        record_failure(request, attempt, "NOT_RUNNABLE", str(refusal))
+        return
+    with tempfile.TemporaryDirectory(prefix=f"rerun-{request.pk}-") as folder:
+        outcome = run_harness(request, attempt, documents, Path(folder))
+        confirmation = None
+        if outcome is not None and outcome.result and outcome.result.get("status") in CORRECTNESS_FAILURES:
+            # A correctness failure counts only once a second evaluation, on fresh inputs, confirms it.
+            second = run_harness(request, attempt, documents, Path(folder) / "fresh", fresh_inputs=True)
+            if second is None:
+                return
+            confirmation = str(second.result.get("status")) if second.result else "HARNESS_ERROR"
+    if outcome is None:
+        return  # the claim was lost: another attempt owns the request now
+    if outcome.result is None:
+        record_failure(request, attempt, "HARNESS_ERROR", "the harness produced no result", outcome)
+    else:
+        record_result(request, attempt, outcome.result, outcome, confirmation)
 
 
-def rerun_job(request: RerunRequest) -> dict[str, Any]:
-    """What a worker is sent: everything the harness needs, the job id, and no key to anything of the site's."""
-    documents = runnable_documents(request.run)
-    return {
-        "jobId": request.job_id,
-        "request": request.pk,
-        "run": request.run.run_id,
-        "runDigest": request.run_digest,
-        "hardwareClass": request.hardware,
-        "protocol": rerun_protocol_of(request.run.source),
-        "definition": harness_definition(documents.workload),
-        "cases": documents.workload["spec"].get("cases") or [],
-        "solution": documents.implementation["spec"]["solution"],
-        "limits": {"timeoutSeconds": settings.RERUN_TIMEOUT_SECONDS, "memoryMb": settings.RERUN_MEMORY_MB},
-    }
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def claim_job(job_id: str, worker: str) -> RerunRequest | None:
-    """A worker said it took this job: the queued request sent as it is running now, on that worker."""
+def claim_rerun(request_id: int, worker: str) -> tuple[RerunRequest, int] | None:
+    """Take a queued request for this worker; None when another has it or it is over."""
     now = timezone.now()
-    claimed = RerunRequest.objects.filter(job_id=job_id, state=RerunRequest.State.QUEUED).update(
+    claimed = RerunRequest.objects.filter(pk=request_id, state=RerunRequest.State.QUEUED).update(
         state=RerunRequest.State.RUNNING,
         attempts=F("attempts") + 1,
         worker=worker,
@@ -227,75 +250,118 @@ def claim_job(job_id: str, worker: str) -> RerunRequest | None:
     )
     if not claimed:
         return None
-    request = RerunRequest.objects.select_related("run").get(job_id=job_id)
+    request = RerunRequest.objects.select_related("run").get(pk=request_id)
     RERUN_PROGRESS.retire_now(request.run)
-    return request
+    return request, request.attempts
 
 
-def claim_rerun(request_id: int, worker: str) -> tuple[RerunRequest, int] | None:
-    """Take a queued request for this worker (by its id: the in-process path); None when it is not queued."""
-    job_id = RerunRequest.objects.filter(pk=request_id, state=RerunRequest.State.QUEUED).values_list(
-        "job_id", flat=True
-    )
-    found = job_id.first()
-    if found is None:
-        return None
-    if not found:
-        found = new_job_id()
-        RerunRequest.objects.filter(pk=request_id, job_id="").update(job_id=found)
-    request = claim_job(found, worker)
-    return (request, request.attempts) if request else None
+def _still_ours(request: RerunRequest, attempt: int) -> Q:
+    return Q(pk=request.pk, state=RerunRequest.State.RUNNING, attempts=attempt)
 
 
-def beat_job(job_id: str, worker: str) -> bool:
-    """A running job's worker is alive: its heartbeat, which the sweep reads to take back a lost job."""
-    return bool(
-        RerunRequest.objects.filter(job_id=job_id, state=RerunRequest.State.RUNNING, worker=worker).update(
-            heartbeat_at=timezone.now()
+def harness_environment(hardware: str) -> dict[str, str]:
+    """The part of the worker's environment a harness process gets (HARNESS_ENVIRONMENT).
+
+    On the CPU, kernels are timed on one thread unless the worker says otherwise: an operation that runs
+    in parallel waits for every core it uses, and on a machine doing other work a rerun measured up to a
+    hundred times the figure a quiet machine gives. The demo's reported figures were measured so.
+    """
+    environment = {name: os.environ[name] for name in HARNESS_ENVIRONMENT if name in os.environ}
+    if hardware_class_named(hardware).device == "cpu":
+        environment.setdefault("OMP_NUM_THREADS", "1")
+    return environment
+
+
+def run_harness(
+    request: RerunRequest, attempt: int, documents: RunnableDocuments, folder: Path, *, fresh_inputs: bool = False
+) -> HarnessOutcome | None:
+    """Run `python -m harness run` on the documents; None if the claim was lost meanwhile."""
+    folder.mkdir(exist_ok=True)
+    command = harness_command(request, documents, folder, fresh_inputs=fresh_inputs)
+    environment = harness_environment(request.hardware)
+    log_path = folder / "harness.log"
+    started = time.monotonic()
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            command,
+            cwd=settings.BASE_DIR,
+            env=environment,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,
         )
-    )
-
-
-def execute_rerun(request_id: int) -> None:
-    """One rerun in this process, as a worker makes it (development and tests): the job, the harness and the
-    attestation of harness/worker.py, signed with this machine's local key and handed to the collector."""
-    from harness.worker import attest_job, message
-    from runs.collector import collect
-    from runs.worker_keys import local_worker_key
-
-    request = RerunRequest.objects.select_related("run").filter(pk=request_id, state="queued").first()
-    if request is None:
-        return
-    if not request.job_id:
-        RerunRequest.objects.filter(pk=request.pk).update(job_id=new_job_id())
-        request.refresh_from_db()
-    key = local_worker_key(request.hardware)
-    instance = worker_name()
-    try:
-        job = rerun_job(request)
-    except RerunRefusedError as refusal:
-        if claim_job(request.job_id, instance):
-            record_failure(request, request.attempts + 1, "NOT_RUNNABLE", str(refusal))
-        return
-    collect(message(key, "started", instance=instance, job=job["jobId"], classes=[request.hardware]))
-    collect(attest_job(job, key, instance, unsandboxed=settings.RERUN_UNSANDBOXED))
+        claim_held = _heartbeat_until_done(process, request, attempt)
+    seconds = time.monotonic() - started
+    log_tail = log_path.read_bytes()[-LOG_TAIL_CHARS:].decode(errors="replace")
+    if not claim_held:
+        return None
+    output = folder / "result.json"
+    result = None
+    if process.returncode == 0 and output.is_file():
+        try:
+            result = parse_json(output.read_bytes())
+        except ValueError:
+            result = None
+    return HarnessOutcome(result, log_tail, seconds)
 
 
 def harness_command(
     request: RerunRequest, documents: RunnableDocuments, folder: Path, *, fresh_inputs: bool = False
 ) -> list[str]:
-    """The command a worker runs for this request's job, its files written into `folder` (harness.worker)."""
-    job = rerun_job(request)
-    write_job_files(job, folder)
-    return job_harness_command(job, folder, fresh_inputs=fresh_inputs, unsandboxed=settings.RERUN_UNSANDBOXED)
+    """Write the definition, its cases and the solution in the formats the harness reads.
+
+    The rerun follows the protocol of the run's source (records.sources: SourceInfo.rerun_protocol).
+    With `fresh_inputs`, every round of every case draws other random inputs (`--fresh-inputs`).
+    """
+    # json.dumps, not the canonical form: the order of inputs and outputs is the order of the arguments.
+    (folder / "definition.json").write_text(json.dumps(harness_definition(documents.workload)))
+    cases = documents.workload["spec"].get("cases") or []
+    (folder / "workload.jsonl").write_text("".join(canonical_text(case) + "\n" for case in cases))
+    (folder / "solution.json").write_text(canonical_text(documents.implementation["spec"]["solution"]))
+    command = [sys.executable, "-m", "harness", "run"]
+    command += ["--definition", str(folder / "definition.json"), "--workload", str(folder / "workload.jsonl")]
+    command += ["--solution", str(folder / "solution.json"), "--json", str(folder / "result.json")]
+    command += ["--device", hardware_class_named(request.hardware).device]
+    command += ["--protocol", rerun_protocol_of(request.run.source)]
+    command += ["--timeout", str(settings.RERUN_TIMEOUT_SECONDS), "--memory-mb", str(settings.RERUN_MEMORY_MB)]
+    if fresh_inputs:
+        command.append("--fresh-inputs")
+    if settings.RERUN_UNSANDBOXED:
+        command.append("--unsandboxed")
+    return command
 
 
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+def _die_with_parent() -> None:
+    """In the harness process: die with the worker, so a killed worker leaves no evaluation running."""
+    import ctypes
+    import signal
+
+    PR_SET_PDEATHSIG = 1  # noqa: N806 (the kernel's name)
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _still_ours(request: RerunRequest, attempt: int) -> Q:
-    return Q(pk=request.pk, state=RerunRequest.State.RUNNING, attempts=attempt)
+def _heartbeat_until_done(process: subprocess.Popen[bytes], request: RerunRequest, attempt: int) -> bool:
+    """Beat while the harness runs; if the claim was taken back meanwhile, stop the harness and say so."""
+    # The limit the harness enforces itself, and a margin for its start and its own clean-up.
+    deadline = settings.RERUN_TIMEOUT_SECONDS + 120
+    waited = 0.0
+    try:
+        while True:
+            try:
+                process.wait(timeout=settings.RERUN_HEARTBEAT_SECONDS)
+                return True
+            except subprocess.TimeoutExpired:
+                waited += settings.RERUN_HEARTBEAT_SECONDS
+            beat = RerunRequest.objects.filter(_still_ours(request, attempt)).update(heartbeat_at=timezone.now())
+            if not beat or waited > deadline:
+                process.kill()
+                process.wait()
+                return bool(beat)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def record_result(
@@ -304,33 +370,16 @@ def record_result(
     result: dict[str, Any],
     outcome: HarnessOutcome,
     confirmation: str | None = None,
-    *,
-    attestation: dict[str, Any] | None = None,
-    worker: str = "",
 ) -> None:
     """The result as a new run, the request's outcome and the original's evidence, in one transaction.
 
-    Called by the collector once an attestation verified (runs/collector.py), with its envelope. The
-    figures the verdict is decided on are stored with the request, as they were attested. An attempt too
-    noisy (or too unsure) to decide is queued again instead, while attempts are left.
+    An attempt too noisy (or too unsure) to decide is queued again instead, while attempts are left.
     """
-    evidence = {"result": result, "confirmation": confirmation}
     with transaction.atomic():
         if not RerunRequest.objects.select_for_update().filter(_still_ours(request, attempt)).exists():
             return
         run = Run.objects.select_related("definition").get(pk=request.run_id)
         decided = judge(request, run, measured_from_result(result, confirmation))
-        job_id = RerunRequest.objects.values_list("job_id", flat=True).get(pk=request.pk)
-        if job_id:
-            RerunAttempt.objects.create(
-                request=request,
-                attempt=attempt,
-                job_id=job_id,
-                worker=worker,
-                attestation=attestation,
-                verdict=decided.level,
-                verdict_reason=decided.reason,
-            )
         if decided.retry and attempt < settings.RERUN_MAX_ATTEMPTS:
             retry_later(request, attempt, decided, outcome)
             return
@@ -351,7 +400,7 @@ def record_result(
             finished_at=timezone.now(),
             result_run=result_run,
             verdict=decided.level,
-            verdict_reason=_with_attempts(request, decided, attempt),
+            verdict_reason=decided.reason,
             rule_version=decided.rule_version,
             tolerance=decided.tolerance,
             retry_at=None,
@@ -359,8 +408,6 @@ def record_result(
             failure_reason="" if passed else str(result.get("reason") or "")[-4000:],
             log_tail=outcome.log_tail,
             harness_seconds=outcome.seconds,
-            evidence=evidence,
-            attestation=attestation,
         )
         request.refresh_from_db()
         said = f"Rerun #{request.pk} {request.state}: {request.failure_status or 'every case passed'}"
@@ -368,19 +415,6 @@ def record_result(
         refresh_evidence(run)
         RERUN_VERDICT.retire_on_commit(run)
         RERUN_RESULT.retire_on_commit(result_run)
-
-
-def _with_attempts(request: RerunRequest, decided: Verdict, attempt: int) -> str:
-    """The verdict's reason; after more than one attempt that stayed inconclusive, each attempt's reason too."""
-    if decided.level or attempt < 2:
-        return decided.reason
-    earlier = [
-        f"attempt {number}: {reason}"
-        for number, reason in RerunAttempt.objects.filter(request=request, attempt__lt=attempt)
-        .order_by("attempt")
-        .values_list("attempt", "verdict_reason")
-    ]
-    return "; ".join([f"inconclusive after {attempt} attempts", *earlier, f"attempt {attempt}: {decided.reason}"])
 
 
 def judge(request: RerunRequest, run: Run, measured: Any) -> Verdict:
@@ -398,7 +432,6 @@ def retry_later(request: RerunRequest, attempt: int, decided: Verdict, outcome: 
     said = f"attempt {attempt} was inconclusive: {decided.reason}"
     RerunRequest.objects.filter(_still_ours(request, attempt)).update(
         state=RerunRequest.State.QUEUED,
-        job_id=new_job_id(),
         worker="",
         sent_at=None,
         retry_at=retry_at,
@@ -459,21 +492,19 @@ def refresh_evidence(run: Run) -> EvidenceChange | None:
 
 
 def reevaluate_run(run: Run) -> tuple[int, EvidenceChange | None]:
-    """Apply today's rule to every stored rerun of a run, from the figures it was decided on (the attested
-    result stored with the request), never from a run; the run's evidence follows.
+    """Apply today's rule to every stored rerun of a run, from its result run; the run's evidence follows.
 
     Returns how many verdicts changed and the evidence change, if the level moved.
     """
     changed = 0
     with transaction.atomic():
-        reruns = RerunRequest.objects.select_for_update().filter(
-            run=run, result_run__isnull=False, evidence__isnull=False
-        )
-        for request in reruns:
-            evidence = request.evidence or {}
-            if not isinstance(evidence.get("result"), dict):
+        reruns = RerunRequest.objects.select_for_update().filter(run=run, result_run__isnull=False)
+        for request in reruns.select_related("result_run"):
+            assert request.result_run is not None
+            stored = document_value(request.result_run.digest)
+            if stored is None:
                 continue
-            decided = judge(request, run, measured_from_result(evidence["result"], evidence.get("confirmation")))
+            decided = judge(request, run, measured_from_run(stored["spec"]))
             verdict_now = (decided.level, decided.reason, decided.rule_version, decided.tolerance)
             if verdict_now == (request.verdict, request.verdict_reason, request.rule_version, request.tolerance):
                 continue
@@ -508,6 +539,34 @@ def beat_worker(name: str, classes: list[str]) -> None:
 def forget_worker(name: str) -> None:
     """A worker that stops cleanly says so at once, rather than going silent."""
     RerunWorker.objects.filter(name=name).delete()
+
+
+class WorkerHeartbeat(threading.Thread):
+    """Beats for a worker every RERUN_HEARTBEAT_SECONDS, from a thread of its main process, until stopped."""
+
+    def __init__(self, name: str, classes: list[str]) -> None:
+        super().__init__(name=f"rerun-heartbeat-{name}", daemon=True)
+        self.worker, self.classes = name, classes
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                beat_worker(self.worker, self.classes)
+            except Exception as error:  # a database blip: the next beat tries again
+                logger.warning("worker %s: heartbeat not written: %s", self.worker, error)
+            finally:
+                # No connection is held between beats, so none is inherited by the pool's forked children.
+                db.connections.close_all()
+            self.stopped.wait(settings.RERUN_HEARTBEAT_SECONDS)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(timeout=10)
+        try:
+            forget_worker(self.worker)
+        finally:
+            db.connections.close_all()
 
 
 # -- the sweep -------------------------------------------------------------------------
@@ -547,10 +606,7 @@ def _take_back(request: RerunRequest, stale_before: Any) -> bool:
         pk=request.pk, state=RerunRequest.State.RUNNING, attempts=request.attempts, heartbeat_at__lt=stale_before
     )
     if request.attempts < settings.RERUN_MAX_ATTEMPTS:
-        requeued = RerunRequest.objects.filter(silent).update(
-            state=RerunRequest.State.QUEUED, sent_at=None, worker="", job_id=new_job_id()
-        )
-        if requeued:
+        if RerunRequest.objects.filter(silent).update(state=RerunRequest.State.QUEUED, sent_at=None, worker=""):
             log_rerun(request, f"Rerun #{request.pk}: worker {request.worker} stopped; attempt {request.attempts + 1}")
             send_rerun(request.pk)
             return True

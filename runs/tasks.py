@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from celery import shared_task
 from django.utils import timezone
 
-from harness.worker import COLLECT_TASK
-from runs import collector, dumps, reruns
+from runs import dumps, reruns
 
 
-@shared_task(name=COLLECT_TASK, acks_late=True, ignore_result=True)
-def collect_worker_message(envelope: Any) -> str | None:
-    """A rerun worker's signed message from the results queue (harness/worker.py), for the collector."""
-    return collector.collect(envelope)
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def execute_rerun(request_id: int) -> None:
+    """Run one rerun request; a duplicate or late message finds it claimed and does nothing."""
+    reruns.execute_rerun(request_id)
 
 
 @shared_task(ignore_result=True)
