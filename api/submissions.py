@@ -44,10 +44,11 @@ ARRAY_ITEM = re.compile(r"^\[(\d+)\]\.?")
 class SubmissionRefusedError(Exception):
     """A request refused before its manifests are read: its HTTP status, and why."""
 
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(self, status: int, detail: str, field: str | None = None) -> None:
         super().__init__(detail)
         self.status = status
         self.detail = detail
+        self.field = field  # the header at fault, where one is
 
 
 class OutOfScopeError(RecordError):
@@ -121,7 +122,9 @@ def _suffix_for(content_type: str) -> str:
         return ".jsonl"
     if content_type in UNTYPED:
         return ""
-    raise SubmissionRefusedError(415, f"a body of type {content_type!r}; send one of {', '.join(ACCEPTED_TYPES)}")
+    raise SubmissionRefusedError(
+        415, f"a body of type {content_type!r}; send one of {', '.join(ACCEPTED_TYPES)}", "Content-Type"
+    )
 
 
 def _too_large() -> str:
