@@ -15,12 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import models_json_schema
 
-from api.problems import PROBLEM_CONTENT_TYPE, STATUS_MEANINGS
-from records.canonical import DIGEST_PATTERN
 from records.manifest import INDEX_MEMBERS, MANIFEST_ROLES, REQUIRED_ROLES
 from records.schema import ROLES, SPEC_MODELS, Closed, Envelope
-from records.sources import SOURCES
-from runs.models import RerunRequest, Run
 
 REF_TEMPLATE = "#/components/schemas/{model}"
 MANIFEST_REF = REF_TEMPLATE.format(model="Manifest")
@@ -71,111 +67,10 @@ ManifestJson = Annotated[dict[str, Any], Field(json_schema_extra={MANIFEST_MARK:
 
 
 def manifest_schemas() -> dict[str, Any]:
-    """The JSON schemas of a manifest and of everything in it, by name, for the OpenAPI components, with the
-    forms the records' validators check (records/schema.py) where a keyword can say them."""
+    """The JSON schemas of a manifest and of everything in it, by name, for the OpenAPI components."""
     _, top = models_json_schema([(Manifest, "validation")], ref_template=REF_TEMPLATE)
     schemas: dict[str, Any] = top["$defs"]
-    for model in SPEC_MODELS.values():
-        properties = schemas[model.__name__].get("properties", {})
-        for validator in model.__pydantic_decorators__.field_validators.values():
-            form = VALIDATOR_FORMS.get(validator.cls_var_name)
-            for name in validator.info.fields if form else ():
-                _constrain(properties[name], form)
     return schemas
-
-
-DIGEST_FORM = {"pattern": f"^{DIGEST_PATTERN.pattern}$"}
-# What each of the records' field validators enforces, as JSON Schema (by the validator's name).
-VALIDATOR_FORMS: dict[str, dict[str, Any]] = {
-    "_digest_form": DIGEST_FORM,
-    "_timestamp": {"format": "date-time", "description": "An ISO 8601 timestamp with its timezone."},
-}
-
-
-def _constrain(prop: dict[str, Any], form: dict[str, Any]) -> None:
-    """Add the form to a property's string schema (inside anyOf where it may be null)."""
-    for option in prop.get("anyOf", [prop]):
-        if option.get("type") == "string":
-            option.update({key: value for key, value in form.items() if key != "description"})
-    if "description" in form:
-        prop.setdefault("description", form["description"])
-
-
-def submission_body(max_runs: int, max_bytes: int, accepted_types: list[str]) -> dict[str, Any]:
-    """The request body of a submission, as api/submissions.py reads it."""
-    manifests = {
-        "oneOf": [{"$ref": MANIFEST_REF}, {"type": "array", "items": {"$ref": MANIFEST_REF}, "maxItems": max_runs}]
-    }
-    lines = {"type": "string", "maxLength": max_bytes, "description": "One Manifest per line."}
-    return {
-        "required": True,
-        "description": f"A native manifest, a JSON array of them, or JSON lines of them: at most {max_runs} runs "
-        f"and {max_bytes} bytes (larger is 413). Without a content type, or as text/plain, the content tells "
-        "which; a type other than these is 415. Each run's digests must be those of its documents (as "
-        "`sha256:` + the hex sha256 of their RFC 8785 form), unless `redigest` is set.",
-        "content": {
-            content_type: {"schema": manifests if content_type == "application/json" else lines}
-            for content_type in accepted_types
-        },
-    }
-
-
-# Headers an error answer carries, by status.
-PROBLEM_HEADERS = {
-    401: {
-        "WWW-Authenticate": {
-            "description": "Bearer, and error=invalid_token for a token sent but not valid.",
-            "schema": {"type": "string"},
-        }
-    },
-    429: {
-        "Retry-After": {
-            "description": "Seconds until the token's next window.",
-            "schema": {"type": "integer", "minimum": 0},
-        }
-    },
-}
-PROBLEM_REF = REF_TEMPLATE.format(model="Problem")
-
-
-def declare_problems(document: dict[str, Any]) -> None:
-    """Every operation's error answers as problem details (api/problems.py): `application/problem+json`, with
-    their headers, and the 400 that any request can get before it reaches the operation (a NUL, another charset,
-    a Host not served)."""
-    for operations in document["paths"].values():
-        for operation in operations.values():
-            responses = {str(status): response for status, response in operation["responses"].items()}
-            responses.setdefault("400", {"content": {"application/json": {"schema": {"$ref": PROBLEM_REF}}}})
-            for status, response in responses.items():
-                if int(status) < 400:
-                    continue
-                response["description"] = STATUS_MEANINGS[int(status)]
-                content = response.get("content", {})
-                if "application/json" in content:
-                    content[PROBLEM_CONTENT_TYPE] = content.pop("application/json")
-                if headers := PROBLEM_HEADERS.get(int(status)):
-                    response["headers"] = headers
-            operation["responses"] = dict(sorted(responses.items()))
-
-
-def tidy_parameters(document: dict[str, Any]) -> None:
-    """A parameter left out is absent, never null: its schema is its value's (pydantic says `X | None`)."""
-    for operations in document["paths"].values():
-        for operation in operations.values():
-            for parameter in operation.get("parameters", []):
-                schema = parameter["schema"]
-                options = [option for option in schema.pop("anyOf", []) if option.get("type") != "null"]
-                if len(options) == 1:
-                    schema.update(options[0])
-                elif options:
-                    schema["anyOf"] = options
-
-
-def declare_hardware(document: dict[str, Any], products: list[str]) -> None:
-    """The `gpu` filter takes the hardware that has runs, as the home page's select lists it (runs/forms.py)."""
-    for parameter in document["paths"]["/api/v1/runs"]["get"]["parameters"]:
-        if parameter["name"] == "gpu":
-            parameter["schema"]["enum"] = products
 
 
 def point_at_manifests(components: dict[str, Any]) -> None:
@@ -195,6 +90,20 @@ class Out(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
 
 
+class Problem(Out):
+    detail: str = Field(description="What went wrong, in words.")
+
+
+class SubmissionProblem(Problem):
+    """A submission refused; nothing of it was stored. Where a manifest was at fault, where in it."""
+
+    line: int | None = Field(None, description="The JSONL line (1-based); null for a JSON document.")
+    manifest: int | None = Field(None, description="The manifest's index in a JSON array (0-based); else null.")
+    document: str | None = Field(None, description="The manifest member at fault: run, protocol, environment, …")
+    field: str | None = Field(None, description="The dotted path to the field, as the importer names it.")
+    message: str | None = Field(None, description="The importer's message, without the place.")
+
+
 class SubmittedRun(Out):
     run_id: str
     url: str
@@ -209,22 +118,17 @@ class Submission(Out):
     runs: list[SubmittedRun]
 
 
-SourceName = cast(Any, Literal[tuple(SOURCES)])
-EvidenceLevel = cast(Any, Literal[tuple(Run.Evidence.values)])
-RerunState = cast(Any, Literal[tuple(RerunRequest.State.values)])
-
-
 class RunSummary(Out):
     run_id: str
     url: str
-    source: SourceName
+    source: str
     external_id: str
     digest: str
     definition: str | None
     implementation: str
     hardware: str
     status: str
-    evidence: EvidenceLevel
+    evidence: str = Field(description="reported, reproduced or not_reproduced.")
     primary_statistic: str
     latency_ns: float | None
     source_score: float | None
@@ -324,7 +228,7 @@ class ResultRun(RunLink):
 class Rerun(Out):
     id: int
     run: RunLink = Field(description="The run this rerun checks.")
-    state: RerunState
+    state: str
     verdict: str | None
     verdict_reason: str | None
     rule_version: int | None

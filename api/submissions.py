@@ -44,11 +44,10 @@ ARRAY_ITEM = re.compile(r"^\[(\d+)\]\.?")
 class SubmissionRefusedError(Exception):
     """A request refused before its manifests are read: its HTTP status, and why."""
 
-    def __init__(self, status: int, detail: str, field: str | None = None) -> None:
+    def __init__(self, status: int, detail: str) -> None:
         super().__init__(detail)
         self.status = status
         self.detail = detail
-        self.field = field  # the header at fault, where one is
 
 
 class OutOfScopeError(RecordError):
@@ -122,9 +121,7 @@ def _suffix_for(content_type: str) -> str:
         return ".jsonl"
     if content_type in UNTYPED:
         return ""
-    raise SubmissionRefusedError(
-        415, f"a body of type {content_type!r}; send one of {', '.join(ACCEPTED_TYPES)}", "Content-Type"
-    )
+    raise SubmissionRefusedError(415, f"a body of type {content_type!r}; send one of {', '.join(ACCEPTED_TYPES)}")
 
 
 def _too_large() -> str:

@@ -120,8 +120,6 @@ if TRUSTED_PROXY_HOPS < 0:
 if TRUSTED_PROXY_HOPS:
     # A TLS-terminating proxy says so; the proxy next to the app must overwrite what a client sent.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-# Under /api/ a CSRF refusal is the API's problem details; elsewhere Django's page (api/problems.py).
-CSRF_FAILURE_VIEW = "api.problems.csrf_failure"
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS", origin_of(SITE_URL)).split(",") if o]
 # What a deploy changes; cached pages of another release are never served (web/cache.py). Default: the
 # checkout's git commit, else a digest of the code and templates.
@@ -150,9 +148,6 @@ MIDDLEWARE = [
     "web.middleware.RejectMalformedRequestsMiddleware",
     # Outside CommonMiddleware, which sets Content-Length from the body this one then drops.
     "web.middleware.HeadWithoutBodyMiddleware",
-    # Inside the HEAD guard (which drops the body it writes): any other error answer under /api/ becomes the
-    # API's problem details (api/problems.py); the guard above answers those itself.
-    "api.problems.ProblemDetailsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "web.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -17,10 +17,3 @@ urlpatterns = [
     path("", include("runs.urls")),
     path("", include("attestations.urls")),
 ]
-
-# Under /api/ an error is the API's problem details, whichever layer raised it (api/problems.py); elsewhere the
-# site's pages, as Django's defaults render them.
-handler400 = "api.problems.bad_request"
-handler403 = "api.problems.permission_denied"
-handler404 = "api.problems.page_not_found"
-handler500 = "api.problems.server_error"
