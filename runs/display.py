@@ -116,8 +116,7 @@ def source_native_summary(run: RunSpec) -> str:
     if "sol_score" in metrics:
         parts.append(f"SOL {format_score(metrics['sol_score'])}")
     if "avg_speedup" in metrics:
-        # SOL-ExecBench averages the per-case speedups: it is not the ratio of the suite latencies shown beside it.
-        parts.append(f"{format_ratio(metrics['avg_speedup'])} reference (mean of per-case speedups)")
+        parts.append(f"{format_ratio(metrics['avg_speedup'])} reference")
     if "fast_1_count" in metrics and "fast_1_total" in metrics:
         parts.append(f"{metrics['fast_1_count']}/{metrics['fast_1_total']} cases faster")
     if "passed_cases" in metrics and "cases" in metrics:
@@ -128,6 +127,15 @@ def source_native_summary(run: RunSpec) -> str:
     if trials:
         parts.append(f"{trials} trials")
     return " · ".join(parts)
+
+
+def source_native_notes(run: RunSpec) -> list[str]:
+    """What the summary's figures mean where a reader could take them for another, said beside the summary:
+    the summary line itself is the seed page's, word for word (issue #24)."""
+    if "avg_speedup" in native_metrics(run):
+        # SOL-ExecBench averages the per-case speedups: it is not the ratio of the suite latencies shown beside it.
+        return ["× reference: the mean of per-case speedups, not the ratio of the latencies."]
+    return []
 
 
 def case_count(run: RunSpec, workload: WorkloadSpec | None, definition_cases: int) -> int | None:
@@ -216,6 +224,7 @@ def protocol_rows(record: Record[ProtocolSpec] | None) -> list[tuple[str, str]]:
     comparability = protocol.comparability
     harness = harness_line(protocol)
     title = record.metadata.title or ""
+    # The seed page's labels, as it spells them (issue #24); the rows it does not have are labelled in words.
     rows = [
         ("protocol", title if title != harness else ""),  # a title that only repeats the harness is left out
         ("harness", harness),
@@ -226,12 +235,16 @@ def protocol_rows(record: Record[ProtocolSpec] | None) -> list[tuple[str, str]]:
     ]
     if comparability.notes:
         rows.append(("notes", comparability.notes))
-    return [(field_label(key), value) for key, value in rows if value]
+    return [(key, value) for key, value in rows if value]
 
 
 def environment_rows(environment: Record[EnvironmentSpec] | None) -> list[tuple[str, str]]:
     spec = spec_of(environment)
-    rows = [("hardware", environment_hardware(spec))]
+    # "gpu", as the seed page labels its hardware, where the hardware is one; else (a CPU host) "hardware".
+    hardware = spec.hardware if spec else None
+    product = hardware.product if hardware else ""
+    is_gpu = hardware_class_of(str(extra(hardware, "class") or "") or product) != CPU_CLASS
+    rows = [("gpu" if is_gpu else "hardware", environment_hardware(spec))]
     libraries = spec.software.libraries if spec and spec.software else {}
     for name, version in sorted(libraries.items()):
         rows.append((field_label(name), version))
@@ -258,26 +271,27 @@ def measurements(run: RunSpec) -> list[Measurement]:
 def implementation_rows(
     implementation: ImplementationSpec | None, run_title: str, source: str, external_id: str
 ) -> Identity:
-    """implementation, project, revision — from the Implementation document, else the run's title.
+    """implementation, project, revision — from the Implementation document, else as the seed page has them.
 
-    Each fact is said once: a project named as the implementation is, a revision or a name made from the
-    external id (SOL-ExecBench's "submission 18332"), are left out, and the page names the run by its
-    external id alone ("unnamed": the source gave no name of its own).
+    Without an Implementation document the project is the name the run's title gives and the revision the
+    source's own (SOL-ExecBench's "submission-1307"), as the original site showed them (issue #24). A run
+    whose only name is made from its external id (SOL-ExecBench's "submission 18332") is named by that id
+    alone ("unnamed": the source gave no name of its own), without a project or revision repeating it.
     """
     name = implementation.name if implementation else run_title.split(" · ")[0]
-    revision = (implementation.revision if implementation else None) or ""
-    project = (implementation.project if implementation else None) or ""
-    return Identity(
-        implementation=name,
-        project=project if project != name else "",
-        revision=revision if revision != default_revision(source, external_id) else "",
-        unnamed=implementation is None and _same_words(name, display_external_id(source, external_id)),
-    )
+    unnamed = implementation is None and _same_words(name, display_external_id(source, external_id))
+    if implementation is not None:
+        project, revision = implementation.project or "", implementation.revision or ""
+    elif unnamed:
+        project, revision = "", ""
+    else:
+        project, revision = name, default_revision(source, external_id)
+    return Identity(implementation=name, project=project, revision=revision, unnamed=unnamed)
 
 
 @dataclass(frozen=True)
 class Identity:
-    """Who made the implementation, as the Identity section names it; '' where it would repeat another row."""
+    """Who made the implementation, as the Identity section names it; '' where the record says nothing."""
 
     implementation: str
     project: str
@@ -408,9 +422,6 @@ def hardware_label(product: str, hardware_class: str = "", model: str = "") -> s
 
 # The documents' keys as the run page labels them; a key not here is split into words (field_label).
 FIELD_LABELS = {
-    "primaryStatistic": "primary statistic",
-    "correctnessReference": "correctness reference",
-    "comparabilityFamily": "comparability family",
     "evaluation_stack": "evaluation stack",
     "cpu-threads": "CPU threads",
     "ci95Low": "95 % interval, low end",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
 
@@ -156,6 +157,8 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
         "status_meaning": STATUS_MEANINGS.get(run.status, ""),
         "documents": documents,
         "source_summary": display.source_native_summary(run_doc),
+        "source_notes": display.source_native_notes(run_doc),
+        "declared_digests": declared_digest_rows(run),
         "identity": identity,
         "workload_line": display.workload_line(cases, run.primary_statistic),
         "correctness": display.correctness_sentence(run_doc, protocol, run.evidence, by_rerun=origin is not None),
@@ -175,6 +178,26 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
         # The run counts what it has (runs.figures): a run without notes asks for none.
         **reruns,
     }
+
+
+@dataclass(frozen=True)
+class DeclaredDigest:
+    """A document the source declared a digest for, with the digest KernelIndex computed (RFC 8785) for it."""
+
+    role: str
+    computed: str
+    declared: str
+
+
+def declared_digest_rows(run: Run) -> list[DeclaredDigest]:
+    """Each digest the source declared (a manifest imported with --redigest), beside KernelIndex's own."""
+    computed = {
+        "protocol": run.protocol_digest,
+        "environment": run.environment_digest,
+        "workload": run.workload_digest,
+        "implementation": run.implementation_digest,
+    }
+    return [DeclaredDigest(role, computed.get(role, ""), declared) for role, declared in run.declared_digests.items()]
 
 
 def manifest_page(run: Run, documents: dict[str, Document]) -> dict[str, Any]:

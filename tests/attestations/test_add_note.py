@@ -57,7 +57,7 @@ def test_without_javascript_a_note_redirects_to_the_notes_section_with_a_message
     notes = page.content.decode().split('id="notes"', 1)[1].split("</section>", 1)[0]
     assert THANKS in visible_text(notes)
     # Pending: the page still has nothing to show.
-    assert "No one has added a reproduction or a note yet." in visible_text(notes)
+    assert "No attestations yet." in visible_text(notes)
     assert "Ran the submission" not in page.content.decode()
 
 

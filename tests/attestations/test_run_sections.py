@@ -44,7 +44,7 @@ def test_with_no_attestations_the_section_says_so(run: Run, rf: RequestFactory) 
     assert html.strip().startswith('<section id="notes"')
     text = visible_text(html)
     assert text.startswith("Replications and notes")
-    assert "No one has added a reproduction or a note yet." in text
+    assert "No attestations yet." in text
     assert NEVER_CHANGES in text
     assert "<summary>Add a reproduction or note</summary>" in html
     # Collapsed until someone opens it; then htmx fetches the form, or without JavaScript the link leads to it.
@@ -63,7 +63,7 @@ def test_approved_attestations_are_shown_newest_first(run: Run, rf: RequestFacto
     attest(run, status="rejected", body="Rejected words")
 
     text = visible_text(render_section("notes", run, rf))
-    assert "No one has added a reproduction or a note yet." not in text
+    assert "No attestations yet." not in text
     assert "Pending words" not in text and "Rejected words" not in text
     assert "2 reproductions (1 reproduced, 1 not reproduced) · 1 note" in text
     assert text.index("The cases changed") < text.index("Ada") < text.index("Grace")

@@ -149,7 +149,7 @@ def test_the_run_page_lists_the_sources_with_digests_and_shows_the_code(client: 
     section = html[html.index('id="artifacts"') : html.index('id="notes"')]
     content = json.loads((DEMO / "solutions/gemm_n256_k512/gemm-torch-mm/solution.json").read_text())["sources"][0]
     source_digest = "sha256:" + hashlib.sha256(content["content"].encode()).hexdigest()
-    assert "No files published" not in section
+    assert "No artifacts published" not in section
     assert f'title="{source_digest}"' in section
     text = visible_text(section)
     assert "gemm.py" in text

@@ -231,7 +231,8 @@ def test_a_source_ordered_leaderboard_says_what_its_ranks_are(
     assert "Compare with #" not in page
     # The board's first run KernelIndex indexes is now the other one, whose page compares with no one above it.
     other_page = visible_text(client.get(other.get_absolute_url()).content.decode())
-    assert re.search(rf"Rank {run.source_rank + 3}( of \d+)? on the source's public board", other_page)
+    assert f"Rank {run.source_rank + 3} in its comparison group · source-native comparison" in other_page
+    assert re.search(rf"Its rank on the source's public board(: {run.source_rank + 3} of \d+)?\.", other_page)
     assert "Compare with #" not in other_page
 
 

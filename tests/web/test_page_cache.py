@@ -166,7 +166,7 @@ def test_an_approved_note_shows_at_once(
     client: Client, admin_client: Client, run: Run, django_capture_on_commit_callbacks: Any
 ) -> None:
     note = Attestation.objects.create(run=run, kind="note", body="Reran it on a B200: same latency.")
-    assert "No one has added a reproduction or a note yet." in page_text(client, run.get_absolute_url())
+    assert "No attestations yet." in page_text(client, run.get_absolute_url())
 
     with django_capture_on_commit_callbacks(execute=True):
         admin_client.post("/admin/attestations/attestation/", {"action": "approve", "_selected_action": [note.pk]})
@@ -191,7 +191,7 @@ def test_a_note_edited_or_deleted_in_the_admin_shows_at_once(
 
     with django_capture_on_commit_callbacks(execute=True):
         admin_client.post(f"/admin/attestations/attestation/{note.pk}/delete/", {"post": "yes"})
-    assert "No one has added a reproduction or a note yet." in page_text(client, run.get_absolute_url())
+    assert "No attestations yet." in page_text(client, run.get_absolute_url())
 
 
 def test_a_withdrawn_and_restored_run_shows_at_once(
