@@ -56,6 +56,7 @@ from runs.selectors import (
     references_for,
     rerun_origin,
     rerun_rows,
+    run_digests,
     run_manifest_text,
     run_rank,
     runnable_definition,
@@ -191,12 +192,7 @@ class DeclaredDigest:
 
 def declared_digest_rows(run: Run) -> list[DeclaredDigest]:
     """Each digest the source declared (a manifest imported with --redigest), beside KernelIndex's own."""
-    computed = {
-        "protocol": run.protocol_digest,
-        "environment": run.environment_digest,
-        "workload": run.workload_digest,
-        "implementation": run.implementation_digest,
-    }
+    computed = run_digests(run)
     return [DeclaredDigest(role, computed.get(role, ""), declared) for role, declared in run.declared_digests.items()]
 
 
