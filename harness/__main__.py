@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.api import DEFAULT_MEMORY_MB, DEFAULT_SCRATCH_MB, DEFAULT_TIMEOUT, evaluate
+from harness.api import DEFAULT_CASE_BUDGET, DEFAULT_MEMORY_MB, DEFAULT_SCRATCH_MB, DEFAULT_TIMEOUT, evaluate
 from harness.errors import HarnessInputError
 from harness.protocols import DEFAULT_PROTOCOL, PROTOCOL_NAMES
 from harness.sandbox import SandboxUnavailableError
@@ -42,7 +42,18 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--fresh-inputs",
         action="store_true",
-        help="every round on inputs from a new random seed, the first too (to confirm a failure on other inputs)",
+        help="every round on inputs from a new random seed, none from the case's own",
+    )
+    run.add_argument(
+        "--precision",
+        type=float,
+        help="add timed pairs until each case's speedup interval is within this fraction of its median (0.05)",
+    )
+    run.add_argument(
+        "--case-budget",
+        type=float,
+        default=DEFAULT_CASE_BUDGET,
+        help=f"seconds of timed pairs per case at most, with --precision (default {DEFAULT_CASE_BUDGET:g})",
     )
     run.add_argument("--scratch-mb", type=int, default=DEFAULT_SCRATCH_MB, help="size of the solution's scratch space")
     run.add_argument("--unsandboxed", action="store_true", help="development only: run without bubblewrap")
@@ -67,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
             protocol=arguments.protocol,
             scratch_mb=arguments.scratch_mb,
             fresh_inputs=arguments.fresh_inputs,
+            precision=arguments.precision,
+            case_budget=arguments.case_budget,
         )
     except (HarnessInputError, SandboxUnavailableError) as error:
         print(f"harness: error: {error}", file=sys.stderr)

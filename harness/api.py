@@ -17,16 +17,18 @@ from harness.environment import host_environment
 from harness.errors import HarnessInputError
 from harness.exchange import exchange_bytes
 from harness.formats import Solution, load_definition, load_solution, load_workload
-from harness.job import Inputs, build_job
+from harness.job import Inputs, build_job, solution_entry
 from harness.protocols import DEFAULT_PROTOCOL, PROTOCOL_NAMES, protocol_named
 from harness.results import CaseResult, EvaluationResult, HarnessInfo, Protocol
 from harness.sandbox import Limits, Outcome, SandboxUnavailableError, Workspace, allowed_cpus, run_evaluation
-from harness.stats import latency_of, speedup_of, suite_latency
+from harness.stats import MAX_PAIRS, latency_of, ratio_speedup, suite_latency, suite_speedup
 from harness.timing_names import CPU_FLUSH, CPU_TIMER, CUDA_FLUSH, CUDA_TIMER
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MEMORY_MB = 8192
 DEFAULT_SCRATCH_MB = 1024
+# Seconds of timed pairs per case at most, when a precision asks for more pairs than the iterations make.
+DEFAULT_CASE_BUDGET = 20.0
 # Bounds the parent's statistics (and the judge's sample lines) whatever is asked for.
 MAX_ITERATIONS = 10_000
 # Statuses that blame the evaluation, not the kernel, until a control evaluation says otherwise.
@@ -51,14 +53,19 @@ def evaluate(
     protocol: str = DEFAULT_PROTOCOL,
     scratch_mb: int = DEFAULT_SCRATCH_MB,
     fresh_inputs: bool = False,
+    precision: float | None = None,
+    case_budget: float = DEFAULT_CASE_BUDGET,
 ) -> EvaluationResult:
     """Evaluate a solution on every case of a workload; raises HarnessInputError for unusable arguments or files.
 
-    Warm-up and timed iterations default to the protocol's. The first correctness round of a case draws from
-    the case's own seed (reproducible), unless `fresh_inputs`.
+    Warm-up and timed iterations default to the protocol's. One correctness round of a case, drawn at random,
+    draws from the case's own seed (reproducible), unless `fresh_inputs`. With a `precision` (a fraction), pairs
+    are added past the timed iterations until each case's speedup interval is within it of the median, for at
+    most `case_budget` seconds a case.
     """
     setup = _timing_setup(protocol, warmup, iterations)
     _check_options(device, timeout, memory_mb, scratch_mb, *setup)
+    _check_sampling(precision, case_budget)
     if os.environ.get(UNSANDBOXED_VARIABLE) == "1":
         sandbox = False
     inputs = read_inputs(Path(definition), Path(workload), Path(solution), reference)
@@ -69,6 +76,8 @@ def evaluate(
         cpus=allowed_cpus(),
         device=device,
         fresh_inputs=fresh_inputs,
+        precision=precision,
+        case_budget=case_budget,
     )
     result = _evaluate(inputs, limits, sandbox, protocol, setup, data_root)
     if result.status in EVALUATION_FAULTS:
@@ -87,7 +96,7 @@ def _evaluate(
         outcome = _run(workspace, inputs, limits, protocol, setup, data_root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    return assemble(inputs, outcome, limits.device, protocol, setup)
+    return assemble(inputs, outcome, limits.device, protocol, setup, (limits.precision, limits.case_budget))
 
 
 def _language_refused(inputs: Inputs, protocol: str) -> str | None:
@@ -168,18 +177,40 @@ def _check_options(
         )
 
 
+def _check_sampling(precision: float | None, case_budget: float) -> None:
+    if precision is not None and not 0 < precision < 1:
+        raise HarnessInputError("--precision", None, None, "must be a fraction between 0 and 1 (0.05 is ±5 %)")
+    if not 0 < case_budget <= 3600:
+        raise HarnessInputError("--case-budget", None, None, "must be more than 0 and at most 3600 seconds")
+
+
 def _workspace(root: Path, inputs: Inputs, sandboxed: bool) -> Workspace:
-    """The judge's folder (the job, the reference, data files) and the kernel's (the solution alone)."""
-    judge, kernel = root / "judge", root / "kernel"
-    sources = kernel / "solution"
+    """The judge's folder (the job, the reference, data files), the kernel's (the solution alone) and the
+    reference's (the reference alone, as a solution)."""
+    judge, kernel, reference = root / "judge", root / "kernel", root / "reference"
     judge.mkdir()
-    sources.mkdir(parents=True)
     (judge / inputs.reference_name).write_text(inputs.reference_source, encoding="utf-8")
-    for source in inputs.solution.sources:
-        target = sources / source.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(source.content, encoding="utf-8")
-    return Workspace(judge=judge, kernel=kernel, sandboxed=sandboxed)
+    for folder, solution in ((kernel, inputs.solution), (reference, _served_reference(inputs))):
+        sources = folder / "solution"
+        sources.mkdir(parents=True)
+        for source in solution.sources:
+            target = sources / source.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(source.content, encoding="utf-8")
+    return Workspace(judge=judge, kernel=kernel, sandboxed=sandboxed, reference=reference)
+
+
+def _served_reference(inputs: Inputs) -> Solution:
+    """The reference as the judge times it: a Python solution served by a process of its own, exactly as the
+    kernel's is, so that both sides of every pair are measured by the same code."""
+    return Solution.model_validate(
+        {
+            "name": f"{inputs.definition.name}-reference",
+            "definition": inputs.definition.name,
+            "spec": {"language": "python", "entry_point": "reference.py::run", "destination_passing_style": False},
+            "sources": [{"path": "reference.py", "content": inputs.reference_source}],
+        }
+    )
 
 
 def _readable(folder: Path) -> None:
@@ -222,31 +253,43 @@ def _run(
         "protocol": protocol,
         "cpus": limits.cpus,
         "fresh_inputs": limits.fresh_inputs,
+        "precision": limits.precision,
+        "case_budget": limits.case_budget,
         "definition": inputs.definition.name,
     }
     job, _ = build_job(inputs, options, data_root, judge_path_of)
-    kernel_config = {
-        **job["solution"],
-        "dir": str(workspace.job_in_sandbox("kernel") / "solution"),
-        "device": limits.device,
-        "memory_mb": limits.memory_mb,
-        "drop_privileges": drop,
-    }
+    served = {"kernel": job["solution"], "reference": solution_entry(_served_reference(inputs))}
+    for role, solution in served.items():
+        config = {
+            **solution,
+            "dir": str(workspace.job_in_sandbox(role) / "solution"),
+            "device": limits.device,
+            "memory_mb": limits.memory_mb,
+            "drop_privileges": drop,
+        }
+        (workspace.folder(role) / "config.json").write_text(json.dumps(config), encoding="utf-8")
+        _readable(workspace.folder(role))
     (workspace.judge / "job.json").write_text(json.dumps(job), encoding="utf-8")
-    (workspace.kernel / "config.json").write_text(json.dumps(kernel_config), encoding="utf-8")
     _readable(workspace.judge)
-    _readable(workspace.kernel)
     return run_evaluation(
         workspace,
         job,
         limits,
         exchange_size=exchange_bytes(job["cases"]),
         known_cases=[case["uuid"] for case in job["cases"]],
-        max_samples=iterations,
+        max_samples=MAX_PAIRS,
     )
 
 
-def assemble(inputs: Inputs, outcome: Outcome, device: str, protocol: str, setup: tuple[int, int]) -> EvaluationResult:
+def assemble(
+    inputs: Inputs,
+    outcome: Outcome,
+    device: str,
+    protocol: str,
+    setup: tuple[int, int],
+    sampling: tuple[float | None, float] = (None, DEFAULT_CASE_BUDGET),
+) -> EvaluationResult:
+    precision, case_budget = sampling
     cases = _case_results(inputs, outcome)
     status, reason = _overall(cases, outcome)
     if outcome.limit_hit and status != "PASSED" and outcome.limit_hit[1] not in (reason or ""):
@@ -269,7 +312,7 @@ def assemble(inputs: Inputs, outcome: Outcome, device: str, protocol: str, setup
             "cases": cases,
             "latency": latency,
             "reference_latency": reference_latency,
-            "speedup": speedup_of(reference_latency, latency),
+            "speedup": suite_speedup([c.speedup for c in cases if c.speedup]) if all_passed else None,
             "protocol": Protocol(
                 name=protocol,
                 version=known.version,
@@ -279,6 +322,8 @@ def assemble(inputs: Inputs, outcome: Outcome, device: str, protocol: str, setup
                 timer=outcome.timer or (CUDA_TIMER if cuda else CPU_TIMER),
                 l2_flush=CUDA_FLUSH if cuda else CPU_FLUSH,
                 statistic=known.timing.statistic,
+                precision=precision,
+                case_budget_s=case_budget if precision is not None else None,
             ),
             "limits": outcome.limits,
             "environment": {**host_environment(device), **outcome.environment},
@@ -343,15 +388,15 @@ def _reported_case(reported: dict[str, Any]) -> CaseResult:
     fields = {key: value for key, value in reported.items() if key in CaseResult.model_fields}
     samples = reported.get("samples")
     reference_samples = reported.get("reference_samples")
+    ratios = reported.get("pair_ratios")
     try:
-        latency = latency_of(samples) if samples else None
-        reference_latency = latency_of(reference_samples) if reference_samples else None
         return CaseResult.model_validate(
             {
                 **fields,
-                "latency": latency,
-                "reference_latency": reference_latency,
-                "speedup": speedup_of(reference_latency, latency),
+                "latency": latency_of(samples) if samples else None,
+                "reference_latency": latency_of(reference_samples) if reference_samples else None,
+                "speedup": ratio_speedup(ratios) if ratios else None,
+                "pairs": len(ratios) if ratios else None,
             }
         )
     except (ValidationError, TypeError, ValueError):

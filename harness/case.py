@@ -1,30 +1,29 @@
-"""One case, judged: correctness rounds on fresh inputs, then the kernel and the reference timed in turns.
+"""One case, judged: correctness rounds on fresh inputs, then the kernel and the reference timed in pairs.
 
-Inside the judge. The kernel's process is reached only through `KernelLink`:
-inputs go into the exchange, the call goes down a pipe, the time comes back,
-and the outputs are read from the exchange, copied out at once, and checked
-here. Every call, checked or timed, looks the same from the kernel's side.
+Inside the judge. The kernel's process and the reference's are reached only
+through a `ServedLink` each: inputs go into that process's exchange, the call
+goes down a pipe, and the outputs are read from the exchange, copied out at
+once, and checked here. Every call, checked or timed, looks the same from the
+served side.
 
 - Correctness: `correctness_rounds` rounds (the protocol's), each on inputs
-  from a fresh seed (the first from the case's own seed, so a failure there is
-  reproducible), every output checked, all at the same addresses: whatever a
-  kernel keys on an address is stale by the second round.
-- Timing: warm-up calls, then the timed calls in blocks, each block followed
-  by as many timed calls of the reference (here, on the judge's own clock),
-  so that a drift of the host shows in the reference's blocks. Every call
-  gets inputs from a fresh secret seed at a fresh address and outputs reset,
-  and after each call the judge draws whether to check it: a kernel cannot
-  know which of its timed calls will be checked.
-- The clock check: on the CPU the judge reads the kernel's CPU time (its
-  cgroup's counter, exact for every thread) around each block. A call's CPU
-  time can exceed its wall time only by the CPUs its quota allows, so CPU time
-  beyond `cpus` × the reported time, by more than the harness's own cost
-  (measured before the solution was loaded) and a share of the reported time,
-  in most blocks, is a reported time the kernel did not spend: REWARD_HACK
-  (`_check_clock`). After the timed calls, CPU time spent while the kernel
-  should be idle is work left running after its calls returned: REWARD_HACK
-  as well. On CUDA the judge's own wall clock around each block bounds the
-  reported GPU time instead.
+  from a fresh seed, except one round drawn at random that uses the case's own
+  seed (so a failure there is reproducible; the kernel cannot tell which round
+  it is), every output checked, all at the same addresses: whatever a kernel
+  keys on an address is stale by the second round.
+- Timing: pairs of requests, one to each side on the same fresh inputs, in an
+  order drawn per pair, until the speedup's 95 % interval is within the
+  precision asked for or the case's time budget ends (`_timed`). The figure of
+  a request is the judge's own measure: on the CPU, the CPU time of the served
+  process's cgroup over the request, read while the group is frozen; on CUDA
+  or without a cgroup, the judge's wall clock around it; either less the
+  calibrated cost of an empty request, measured before anything was loaded.
+  The speedup is the median of the pairs' ratios, with a sign-test interval.
+- Between its requests each served group is frozen: the kernel cannot work
+  while the judge stages inputs, checks outputs or times the reference.
+- The times the kernel's process reports are detail: where they add up to
+  less than half of what the judge measured, the kernel's process lied about
+  its time, a REWARD_HACK (`_check_reported`).
 """
 
 from __future__ import annotations
@@ -40,32 +39,26 @@ from typing import Any
 
 import torch
 
-from harness.cgroups import read_cpu_ns
+from harness.cgroups import FreezeError, Freezer, read_cpu_ns
 from harness.checking import compare, outputs_as_list, reference_problem
 from harness.exchange import ChannelError, LineChannel, Placement, placements, slot_bytes
 from harness.failures import failure_status, failure_text
 from harness.protocols import protocol_named
+from harness.stats import MAX_PAIRS, MIN_PAIRS, settled
 from harness.tensors import DTYPES, InputError, build_inputs, changed_input, clone
-from harness.timing import time_reference
 
 # The share of timed calls whose outputs are checked, drawn after each call.
 CHECKED_SHARE = 0.25
-# Calibration blocks per case, before the solution is loaded.
-CALIBRATION_BLOCKS = 5
-# Interleaved blocks of timed calls (solution, then reference), at most.
-TIMING_BLOCKS = 5
-# CPU time the kernel may spend per block beyond `cpus` x its reported time: this many times the
-# calibrated cost of a block of empty calls, plus a fixed margin for the accounting itself.
-OVERHEAD_FACTOR = 2.0
-OVERHEAD_MARGIN_NS = 100_000
-# And this share of the reported time: contention on a busy host grows the harness's cost around each call
-# (one honest block, beside two busy loops, spent 7 % more CPU than it reported, past 2x its calibrated cost).
-RELATIVE_SLACK = 0.25
-# After the timed calls: a pause for spinning runtimes to settle, then a window in which the kernel's
-# process, blocked on its pipe, may use this much CPU at most.
-IDLE_SETTLE_S, IDLE_WINDOW_S, IDLE_CPU_NS = 0.02, 0.05, 10_000_000
-# On CUDA: the judge's wall time per block beyond the reported GPU time, in multiples of an empty block's, plus this.
-WALL_FACTOR, WALL_MARGIN_NS = 4.0, 1_000_000
+# Calibration requests per case and side, before anything is loaded (the first, a cold start, is dropped).
+CALIBRATION_REQUESTS = 7
+# A request's figure is never taken below this share of its empty cost: at the noise of the calibration a
+# ratio means nothing, and the interval it widens says so.
+NET_FLOOR_SHARE = 0.05
+# The kernel's reported times may not add up to less than this share of what the judge measured.
+REPORTED_SHARE = 0.5
+# On CUDA, a request faster than this share of an empty request (whose calls each flush the L2) skipped work
+# that every call must do.
+FLUSH_SHARE = 0.9
 
 _secret = random.SystemRandom()
 
@@ -96,9 +89,10 @@ class Call:
 
 @dataclass
 class Block:
-    """Calls run back to back in one request, with the judge's own measures of the whole block."""
+    """Calls run back to back in one request, with the judge's own measures of the whole request."""
 
     calls: list[Call]
+    # The served group's CPU time over the request (read frozen, before and after), where it has a group.
     cpu_ns: int | None
     wall_ns: int
 
@@ -108,17 +102,57 @@ class Block:
 
 
 @dataclass
-class KernelLink:
+class ServedLink:
+    """The judge's side of one served process (the kernel's or the reference's): its exchange, its pipes, and
+    its cgroup's CPU meter and freezer where it has a group."""
+
     channel: LineChannel
     exchange: mmap.mmap
     cpu_meter: int | None
     dps: bool
+    freezer: Freezer | None = None
     sequence: int = 0
     slot: int = 0
     timer: str = ""
 
+    @classmethod
+    def of(cls, descriptors: Mapping[str, Any], dps: bool) -> ServedLink:
+        from harness.exchange import map_exchange
+
+        freezer = Freezer(descriptors["freeze"], descriptors["frozen"]) if "freeze" in descriptors else None
+        link = cls(
+            LineChannel(descriptors["replies"], descriptors["calls"]),
+            map_exchange(descriptors["exchange"]),
+            descriptors.get("cpu_meter"),
+            dps,
+            freezer,
+        )
+        link.freeze()
+        return link
+
+    @property
+    def measure(self) -> str:
+        """What the judge measures a request of this process by."""
+        return "cpu" if self.cpu_meter is not None and self.freezer is not None else "wall"
+
+    def freeze(self) -> None:
+        if self.freezer is None:
+            return
+        try:
+            self.freezer.freeze()
+        except (FreezeError, OSError) as error:
+            raise KernelFault("RUNTIME_ERROR", f"the process could not be frozen between requests: {error}") from None
+
+    def thaw(self) -> None:
+        if self.freezer is not None:
+            self.freezer.thaw()
+
     def load(self) -> list[str] | None:
-        reply = self._request({"op": "load"})
+        self.thaw()
+        try:
+            reply = self._request({"op": "load"})
+        finally:
+            self.freeze()
         # A label, not a measure: the kernel's process says which clock it times with.
         self.timer = str(reply.get("timer"))[:40]
         error = reply.get("error")
@@ -130,7 +164,8 @@ class KernelLink:
         return ["REWARD_HACK", "the kernel's process answered the load with something that is not a reply"]
 
     def exit(self) -> None:
-        with contextlib.suppress(ChannelError):
+        with contextlib.suppress(ChannelError, OSError):
+            self.thaw()
             self.channel.send({"op": "exit"})
 
     def cpu_ns(self) -> int | None:
@@ -157,9 +192,13 @@ class KernelLink:
             request, originals, places = self._place(case, inputs, self.slot)
             requests.append(request)
             prepared.append((inputs, originals, places))
-        cpu_before, wall_before = self.cpu_ns(), time.perf_counter_ns()
+        # Read frozen, so the counter is settled: the group runs only between the thaw and the freeze.
+        cpu_before = self.cpu_ns()
+        self.thaw()
+        wall_before = time.perf_counter_ns()
         reply = self._request({"op": "calls", "calls": requests, "empty": empty})
         wall = time.perf_counter_ns() - wall_before
+        self.freeze()
         cpu_after = self.cpu_ns()
         results = reply.get("results")
         if not isinstance(results, list) or not 0 < len(results) <= len(requests):
@@ -169,14 +208,6 @@ class KernelLink:
             raise KernelFault("REWARD_HACK", "the kernel's process answered fewer calls than it was given")
         cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
         return Block(calls=calls, cpu_ns=cpu, wall_ns=wall)
-
-    def staged(self, case: Mapping[str, Any], inputs: Mapping[str, Any]) -> list[Any]:
-        """A call's arguments written into the next slot as the kernel's are, for the reference to be timed on:
-        the same memory, written by this process, at a slot's distance (in memory exchanged between processes
-        and in a process's own, the same reference measured 1.4x apart)."""
-        self.slot = (self.slot + 1) % self.slots(case)
-        _, _, (places, _) = self._place(case, inputs, self.slot)
-        return [self._view(places[name]) if name in places else value for name, value in inputs.items()]
 
     def _place(
         self, case: Mapping[str, Any], inputs: Mapping[str, Any], slot: int
@@ -300,27 +331,42 @@ def _reset(view: torch.Tensor) -> None:
         view.fill_(torch.iinfo(view.dtype).max)
 
 
-def block_size(kernel: KernelLink, case: Mapping[str, Any], iterations: int) -> int:
-    """Calls per request while timing: a block of the interleaving, as many as the exchange has slots for."""
-    return max(min(-(-iterations // TIMING_BLOCKS), kernel.slots(case) - 1), 1)
+def block_size(link: ServedLink, case: Mapping[str, Any], iterations: int) -> int:
+    """Calls per request while timing: a fifth of the timed iterations, within the exchange's slots."""
+    return max(min(-(-iterations // 5), link.slots(case) - 1), 1)
 
 
-def calibrate(kernel: KernelLink, case: Mapping[str, Any], iterations: int) -> dict[str, float]:
-    """The harness's own cost of one block of this case, CPU and wall, as medians over blocks of empty calls."""
+def calibrate(link: ServedLink, case: Mapping[str, Any], size: int) -> dict[str, float]:
+    """The harness's own cost of one request of `size` empty calls of this case, CPU and wall, as medians."""
     inputs = {
         name: spec["value"]
         if spec["source"] == "scalar"
         else torch.zeros(spec["shape"] or [], dtype=DTYPES[spec["dtype"]])
         for name, spec in case["inputs"].items()
     }
-    size = block_size(kernel, case, iterations)
-    blocks = [kernel.block(case, [inputs] * size, empty=True) for _ in range(CALIBRATION_BLOCKS)]
+    blocks = [link.block(case, [inputs] * size, empty=True) for _ in range(CALIBRATION_REQUESTS)][1:]
     cpu = [block.cpu_ns for block in blocks if block.cpu_ns is not None]
     return {
         "cpu_ns": statistics.median(cpu) if cpu else 0.0,
         "wall_ns": statistics.median(block.wall_ns for block in blocks),
         "calls": size,
     }
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One request to each side on the same inputs: the judge's figures per call, net of the empty cost."""
+
+    kernel_ns: float
+    reference_ns: float
+    # What the kernel's process said its calls took, added up, and what the judge measured of them.
+    reported_ns: float
+    measured_ns: float
+    calls: int
+
+    @property
+    def ratio(self) -> float:
+        return self.reference_ns / self.kernel_ns
 
 
 class CaseJudge:
@@ -330,8 +376,9 @@ class CaseJudge:
         case: Mapping[str, Any],
         reference_run: Callable[..., Any],
         entrypoint: Callable[..., Any] | None,
-        kernel: KernelLink,
-        overhead: Mapping[str, float],
+        kernel: ServedLink,
+        reference: ServedLink,
+        overheads: Mapping[str, Mapping[str, float]],
     ) -> None:
         self.job = job
         self.case = case
@@ -339,7 +386,8 @@ class CaseJudge:
         self.reference_run = reference_run
         self.entrypoint = entrypoint
         self.kernel = kernel
-        self.overhead = overhead
+        self.reference = reference
+        self.overheads = overheads
         self.protocol = protocol_named(job["protocol"])
         self.rounds = self.protocol.correctness_rounds
         self.input_rule = self.protocol.input_rule
@@ -348,11 +396,14 @@ class CaseJudge:
 
     def run(self) -> dict[str, Any]:
         try:
+            # The case's own seed goes into a round drawn at random, so that a kernel cannot tell the
+            # reproducible round from the others (and answer wrong only where nobody can check it again).
+            own_round = -1 if self.job.get("fresh_inputs") else _secret.randrange(self.rounds)
             for round_index in range(self.rounds):
-                own = round_index == 0 and not self.job.get("fresh_inputs")
+                own = round_index == own_round
                 seed = self.case["seed"] if own else _secret.getrandbits(63)
-                # The first round's inputs are the case's own, reproducible: a failure there needs no qualifier.
-                where = f"round {round_index + 1} of {self.rounds}: " if round_index else ""
+                where = f"round {round_index + 1} of {self.rounds}"
+                where += f" (the case's own seed, {seed}): " if own else " (fresh inputs): "
                 self._checked_call(seed, where)
             return self._timed()
         except KernelFault as fault:
@@ -422,42 +473,65 @@ class CaseJudge:
     # -- timing --------------------------------------------------------------
 
     def _timed(self) -> dict[str, Any]:
-        try:
-            blocks, reference_blocks = self._timing()
-        except _ClockFailed:
-            # Timed again before it counts, as a correctness failure is confirmed: a forged clock fails every
-            # time, a burst of the host's (or of a garbage collection outside the calls) rarely twice running.
-            blocks, reference_blocks = self._timing()
+        """Warm-up pairs, then timed pairs until the speedup settles or the case's budget ends."""
+        size = int(self.overheads["kernel"]["calls"])
+        for count in _blocks(self.job["warmup"], -(-self.job["warmup"] // size)) if self.job["warmup"] else []:
+            self._pair(count, "a warm-up call", check_share=0.0)
+        minimum = max(-(-self.job["iterations"] // size), MIN_PAIRS)
+        precision = self.job.get("precision")
+        budget = float(self.job.get("case_budget") or 0)
+        started = time.monotonic()
+        pairs: list[Pair] = []
+        while True:
+            pairs.append(self._pair(size, "timed call", check_share=CHECKED_SHARE, first=len(pairs) * size))
+            if len(pairs) < minimum:
+                continue
+            ratios = [pair.ratio for pair in pairs]
+            if settled(ratios, precision) or time.monotonic() - started > budget or len(pairs) >= MAX_PAIRS:
+                break
+        self._check_reported(pairs)
         result = self._result("PASSED", None)
-        result["samples"] = [call.reported_ns for block in blocks for call in block.calls]
-        result["reference_samples"] = [sample for block in reference_blocks for sample in block]
-        if len(reference_blocks) > 1:
-            # Halves, not the first and last blocks alone: a block of ten samples on a busy host is mostly noise.
-            half = len(reference_blocks) // 2
-            early = statistics.median(sample for block in reference_blocks[:half] for sample in block)
-            late = statistics.median(sample for block in reference_blocks[-half:] for sample in block)
-            result["reference_drift"] = late / early if early > 0 else None
+        result["samples"] = [pair.kernel_ns for pair in pairs]
+        result["reference_samples"] = [pair.reference_ns for pair in pairs]
+        result["pair_ratios"] = [pair.ratio for pair in pairs]
         return result
 
-    def _timing(self) -> tuple[list[Block], list[list[float]]]:
-        """Warm-up, then the kernel's timed blocks interleaved with the reference's, the clock checked."""
-        warmup, iterations = self.job["warmup"], self.job["iterations"]
-        size = int(self.overhead["calls"])
-        for count in _blocks(warmup, -(-warmup // size)) if warmup else []:
-            self._block(count, "a warm-up call", check_share=0.0)
-        if warmup:
-            self._time_references(warmup)
-        blocks: list[Block] = []
-        reference_blocks: list[list[float]] = []
-        for count in _blocks(iterations, -(-iterations // size)):
-            blocks.append(self._block(count, "timed call", check_share=CHECKED_SHARE, first=len(blocks) * size))
-            reference_blocks.append(self._time_references(count))
-        self._check_clock(blocks)
-        return blocks, reference_blocks
-
-    def _block(self, count: int, what: str, *, check_share: float, first: int = 0) -> Block:
-        """A block of calls on fresh inputs; after it, each call's outputs checked with probability `check_share`."""
+    def _pair(self, count: int, what: str, *, check_share: float, first: int = 0) -> Pair:
+        """One request to each side on the same fresh inputs, in an order drawn for this pair, each measured
+        by the judge while the other side is frozen."""
         input_sets = [self._inputs(_secret.getrandbits(63)) for _ in range(count)]
+        if _secret.random() < 0.5:
+            kernel = self._kernel_block(input_sets, what, check_share, first)
+            reference = self._reference_block(input_sets)
+        else:
+            reference = self._reference_block(input_sets)
+            kernel = self._kernel_block(input_sets, what, check_share, first)
+        kernel_ns = self._net(kernel, self.kernel, "kernel")
+        return Pair(
+            kernel_ns=kernel_ns / count,
+            reference_ns=self._net(reference, self.reference, "reference") / count,
+            reported_ns=kernel.reported_ns,
+            measured_ns=kernel_ns,
+            calls=count,
+        )
+
+    def _net(self, block: Block, link: ServedLink, side: str) -> float:
+        """The judge's figure of a request: its measure less the calibrated cost of an empty one, never below a
+        small share of that cost."""
+        empty = self.overheads[side]
+        measured, own = (
+            (float(block.cpu_ns or 0), empty["cpu_ns"]) if link.measure == "cpu" else (block.wall_ns, empty["wall_ns"])
+        )
+        if self.device.startswith("cuda") and side == "kernel" and measured < FLUSH_SHARE * own:
+            raise _CaseFailed(
+                "REWARD_HACK",
+                f"a request of the kernel's took {_us(measured)}, less than an empty request with its L2 flushes "
+                f"({_us(own)}): the kernel's process skipped work every call does",
+            )
+        return max(measured - own, NET_FLOOR_SHARE * own, 1.0)
+
+    def _kernel_block(self, input_sets: list[dict[str, Any]], what: str, check_share: float, first: int) -> Block:
+        """A request of calls on fresh inputs; after it, each call's outputs checked with probability `check_share`."""
         block = self.kernel.block(self.case, input_sets)
         for number, call in enumerate(block.calls, start=first + 1):
             where = f"{what} {number}, while being timed: "
@@ -470,65 +544,29 @@ class CaseJudge:
                 raise _CaseFailed(call.mismatch[0], where + call.mismatch[1])
         return block
 
-    def _time_references(self, count: int) -> list[float]:
-        """The reference timed as the kernel is: every call's inputs built first (on the CPU, in the exchange's
-        slots, as the kernel's are), then the calls back to back."""
-        input_sets = [self._inputs(_secret.getrandbits(63)) for _ in range(count)]
-        if self.device.startswith("cuda"):
-            argument_sets = [list(inputs.values()) for inputs in input_sets]
-        else:
-            argument_sets = [self.kernel.staged(self.case, inputs) for inputs in input_sets]
+    def _reference_block(self, input_sets: list[dict[str, Any]]) -> Block:
+        """The same calls, served by the reference's process and measured as the kernel's are."""
         try:
-            return [time_reference(self.reference_run, arguments, self.device) for arguments in argument_sets]
-        except Exception as error:
-            reason = "timing the reference: " + failure_text(error)
-            raise _CaseFailed(failure_status(error, "INVALID_REFERENCE"), reason) from None
+            return self.reference.block(self.case, input_sets)
+        except KernelFault as fault:
+            raise _CaseFailed("INVALID_REFERENCE", f"timing the reference: {fault.reason}") from None
 
-    def _check_clock(self, blocks: Sequence[Block]) -> None:
-        """The kernel's reported times against the judge's measures of each block (see the module's doc).
-
-        A block is over when what the judge measured exceeds the reported time by more than the harness's own
-        cost and a share of the reported time; the case is a REWARD_HACK when most blocks are over. A forged
-        clock makes every block over; contention on a busy host (which grows the harness's cost around each
-        call) makes some, rarely most, and never by the share a forger gains.
-        """
-        cuda = self.device.startswith("cuda")
-        if not cuda and any(block.cpu_ns is None for block in blocks):
+    def _check_reported(self, pairs: Sequence[Pair]) -> None:
+        """The kernel's own times decide nothing, but they must agree with the judge's: added up over the case,
+        less than half of what the judge measured (CPU time, on as many CPUs as the quota allows) is a lie."""
+        if self.kernel.measure != "cpu":
             return
-        cpus = 1 if cuda else max(int(self.job.get("cpus") or 1), 1)
-        own, margin, factor = (
-            (self.overhead["wall_ns"], WALL_MARGIN_NS, WALL_FACTOR)
-            if cuda
-            else (self.overhead["cpu_ns"], OVERHEAD_MARGIN_NS, OVERHEAD_FACTOR)
-        )
-        spent = [float(block.wall_ns if cuda else block.cpu_ns or 0) for block in blocks]
-        claimed = [cpus * block.reported_ns for block in blocks]
-        over = [
-            used - claim - (factor * own + margin + RELATIVE_SLACK * claim)
-            for used, claim in zip(spent, claimed, strict=True)
-        ]
-        if statistics.median(over) > 0:
-            calls = sum(len(block.calls) for block in blocks)
-            measure = "the judge's clock saw" if cuda else f"its processes used of CPU on {cpus} CPU(s)"
-            raise _ClockFailed(
+        cpus = max(int(self.job.get("cpus") or 1), 1)
+        reported = cpus * sum(pair.reported_ns for pair in pairs)
+        measured = sum(pair.measured_ns for pair in pairs)
+        calls = sum(pair.calls for pair in pairs)
+        # The noise of the measure itself: half an empty request's cost per request.
+        margin = 0.5 * self.overheads["kernel"]["cpu_ns"] * len(pairs)
+        if reported < REPORTED_SHARE * (measured - margin):
+            raise _CaseFailed(
                 "REWARD_HACK",
-                f"the kernel's process reported {_us(sum(claimed) / cpus / calls)} per timed call, but {measure} "
-                f"{_us(sum(spent) / calls)} per call, in {sum(o > 0 for o in over)} of {len(over)} blocks more than "
-                f"the harness's own cost and {RELATIVE_SLACK:.0%} of the reported time: a time it did not spend",
-            )
-        if not cuda:
-            self._check_idle()
-
-    def _check_idle(self) -> None:
-        time.sleep(IDLE_SETTLE_S)
-        before = self.kernel.cpu_ns()
-        time.sleep(IDLE_WINDOW_S)
-        after = self.kernel.cpu_ns()
-        if before is not None and after is not None and after - before > IDLE_CPU_NS:
-            raise _ClockFailed(
-                "REWARD_HACK",
-                f"the solution kept working after its calls returned ({_us(after - before)} of CPU "
-                f"in {IDLE_WINDOW_S * 1000:.0f} ms between calls)",
+                f"the kernel's process reported {_us(reported / cpus / calls)} per timed call, but its processes "
+                f"used {_us(measured / calls)} of CPU per call: a time it did not spend",
             )
 
     def _result(
@@ -548,13 +586,6 @@ class _CaseFailed(Exception):  # noqa: N818 (a verdict, not an error)
         self.reason = reason
         self.max_abs = max_abs
         self.max_rel = max_rel
-
-
-class _ClockFailed(_CaseFailed):
-    """The kernel's reported times do not stand against the judge's measures: a REWARD_HACK once confirmed."""
-
-    def __init__(self, status: str, reason: str) -> None:
-        super().__init__(status, f"{reason} (in each of two timings)")
 
 
 def _blocks(total: int, count: int) -> list[int]:

@@ -27,7 +27,9 @@ from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PARENT_NAME = "kernelindex-harness"
-_V1_CONTROLLERS = ("memory", "pids", "cpuacct", "cpu")
+_V1_CONTROLLERS = ("memory", "pids", "cpuacct", "cpu", "freezer")
+# How long freezing a group may take before the judge gives up on it (a task stuck in the kernel).
+FREEZE_TIMEOUT_SECONDS = 5.0
 # A group older than this with no process left is an evaluation's whose parent was killed.
 ABANDONED_AFTER_SECONDS = 3600
 # The quota's period: a burst above the quota lasts at most this long. Shorter periods (1 ms, under the
@@ -54,6 +56,15 @@ class Cgroup:
         if self.version == 1:
             return os.open(self.folders["cpuacct"] / "cpuacct.usage", os.O_RDONLY)
         return os.open(self.folders["cpu"] / "cpu.stat", os.O_RDONLY)
+
+    def freezer(self) -> tuple[int, int]:
+        """Descriptors (write, read) the judge freezes and thaws the group with (see `Freezer`): opened here, by
+        the parent, since the unprivileged judge may not open cgroup files itself."""
+        if self.version == 1:
+            state = self.folders["freezer"] / "freezer.state"
+            return os.open(state, os.O_WRONLY), os.open(state, os.O_RDONLY)
+        folder = self.folders["cpu"]
+        return os.open(folder / "cgroup.freeze", os.O_WRONLY), os.open(folder / "cgroup.events", os.O_RDONLY)
 
     def out_of_memory(self) -> bool:
         if self.version == 1:
@@ -83,6 +94,45 @@ def read_cpu_ns(meter: int) -> int:
     if text.startswith("usage_usec"):
         return _value(text, "usage_usec") * 1000
     return int(text.split()[0])
+
+
+class FreezeError(RuntimeError):
+    """The group did not freeze in time: its CPU counter cannot be read as settled."""
+
+
+@dataclass
+class Freezer:
+    """Freezes and thaws one group through the descriptors `Cgroup.freezer` opened.
+
+    A frozen group's tasks are off every CPU and stay so: its CPU counter is settled, and whatever the
+    group's code would do (a thread left spinning, work deferred to a later moment) waits until it is
+    thawed for its next measured request.
+    """
+
+    write_fd: int
+    read_fd: int
+
+    def freeze(self) -> None:
+        self._write(b"FROZEN", b"1")
+        deadline = time.monotonic() + FREEZE_TIMEOUT_SECONDS
+        while not self.frozen():
+            if time.monotonic() > deadline:
+                raise FreezeError(f"the group did not freeze within {FREEZE_TIMEOUT_SECONDS:g} s")
+            time.sleep(0.0001)
+
+    def thaw(self) -> None:
+        self._write(b"THAWED", b"0")
+
+    def frozen(self) -> bool:
+        text = os.pread(self.read_fd, 4096, 0).decode("ascii", errors="replace")
+        if text.startswith(("FROZEN", "FREEZING", "THAWED")):
+            return text.startswith("FROZEN")
+        return _value(text, "frozen") == 1
+
+    def _write(self, v1: bytes, v2: bytes) -> None:
+        # The read side tells the layouts apart: v1's freezer.state names a state, v2's cgroup.events has lines.
+        first = os.pread(self.read_fd, 16, 0)
+        os.write(self.write_fd, v1 if first[:1].isupper() else v2)
 
 
 def create(memory_mb: int | None, pids: int, cpus: int | None) -> Cgroup | None:

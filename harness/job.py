@@ -59,24 +59,29 @@ def build_job(
     """(job.json's content, the data files the child must be able to read)."""
     data_files: list[Path] = []
     cases = [_case_job(inputs, line, case, data_root, data_files, child_path_of) for line, case in inputs.cases]
-    spec = inputs.solution.spec
-    entry_file, _, entry_function = spec.entry_point.partition("::")
     job = {
         **options,
         "reference_file": inputs.reference_name,
         "custom_inputs_entrypoint": inputs.definition.custom_inputs_entrypoint,
-        "solution": {
-            "dir": "",  # set by the caller: where the sources are, as the child sees them
-            # Each language with what the loader needs of it: built or imported, the packages and device it needs.
-            "languages": spec.language_entries(),
-            "compile_options": spec.compile_options or {},
-            "entry_file": entry_file,
-            "entry_function": entry_function,
-            "dps": spec.destination_passing_style,
-        },
+        "solution": solution_entry(inputs.solution),
         "cases": cases,
     }
     return job, data_files
+
+
+def solution_entry(solution: Solution) -> dict[str, Any]:
+    """What a served process needs to load a solution (harness.kernel, harness.loading)."""
+    spec = solution.spec
+    entry_file, _, entry_function = spec.entry_point.partition("::")
+    return {
+        "dir": "",  # set by the caller: where the sources are, as the served process sees them
+        # Each language with what the loader needs of it: built or imported, the packages and device it needs.
+        "languages": spec.language_entries(),
+        "compile_options": spec.compile_options or {},
+        "entry_file": entry_file,
+        "entry_function": entry_function,
+        "dps": spec.destination_passing_style,
+    }
 
 
 def _case_job(

@@ -1,11 +1,13 @@
 """The judge: `python -m harness.judge JOB_DIR SCRATCH DESCRIPTORS`.
 
-It runs in a sandbox of its own, apart from the kernel's process, and does
-everything a verdict rests on: it loads the reference, builds every input,
-runs the reference, writes the inputs into the exchange, calls the kernel's
-process, checks what it finds in the exchange, times the reference, holds the
-kernel's reported times against the kernel's CPU time, and sends each case's
-result to the parent on a pipe the kernel's process never holds.
+It runs in a sandbox of its own, apart from the two processes it serves
+requests to (the kernel's and the reference's, each in a sandbox and a cgroup
+of its own), and does everything a verdict rests on: it loads the reference
+to check outputs against, builds every input, writes the inputs into each
+side's exchange, measures every request itself (the group's CPU time, its own
+wall clock) with the other side frozen, checks what it finds in the exchange,
+and sends each case's result to the parent on a pipe neither served process
+holds.
 
 Events to the parent, one JSON line each: `environment`; `start` and `case`
 for each case; one `fatal` when the reference or the solution cannot be
@@ -21,11 +23,14 @@ import sys
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from harness.exchange import LineChannel, map_exchange
 from harness.failures import failure_text
 from harness.sandbox import drop_privileges
+from harness.timing_names import JUDGE_CPU_TIME, JUDGE_WALL_CLOCK
+
+if TYPE_CHECKING:
+    from harness.case import ServedLink
 
 
 class Reporter:
@@ -59,7 +64,7 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     import torch
 
-    from harness.case import CaseJudge, KernelFault, KernelLink, calibrate
+    from harness.case import CaseJudge, KernelFault, ServedLink
     from harness.loading import load_reference
 
     device = job["device"]
@@ -76,12 +81,11 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
     except BaseException as error:
         reporter.send("fatal", status="INVALID_REFERENCE", reason="the reference did not load: " + failure_text(error))
         return
-    exchange = map_exchange(descriptors["exchange"])
-    channel = LineChannel(descriptors["replies"], descriptors["calls"])
-    kernel = KernelLink(channel, exchange, descriptors.get("cpu_meter"), bool(job["solution"]["dps"]))
     try:
-        # Before the solution is loaded, the harness's own cost per call, which nothing of the solution's inflates.
-        overheads = {case["uuid"]: calibrate(kernel, case, job["iterations"]) for case in job["cases"]}
+        kernel = ServedLink.of(descriptors["kernel"], bool(job["solution"]["dps"]))
+        served_reference = ServedLink.of(descriptors["reference"], False)
+        # Before anything is loaded, each side's own cost of a request, which nothing of the solution's inflates.
+        overheads = {case["uuid"]: _calibrated(kernel, served_reference, case, job) for case in job["cases"]}
         failed = kernel.load()
     except KernelFault as fault:
         reporter.send("fatal", status=fault.status, reason=f"loading the solution: {fault.reason}")
@@ -89,14 +93,33 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
     if failed is not None:
         reporter.send("fatal", status=failed[0], reason=failed[1])
         return
-    reporter.send("timer", name=kernel.timer)
+    try:
+        refused = served_reference.load()
+    except KernelFault as fault:
+        refused = ["INVALID_REFERENCE", fault.reason]
+    if refused is not None:
+        reporter.send("fatal", status="INVALID_REFERENCE", reason=f"serving the reference: {refused[1]}")
+        return
+    # What decides the figures: the judge's own measure of each request, never the kernel's clock.
+    reporter.send("timer", name=JUDGE_CPU_TIME if kernel.measure == "cpu" else JUDGE_WALL_CLOCK)
     for case in job["cases"]:
         reporter.send("start", uuid=case["uuid"])
-        result = CaseJudge(job, case, reference_run, entrypoint, kernel, overheads[case["uuid"]]).run()
+        judged = CaseJudge(job, case, reference_run, entrypoint, kernel, served_reference, overheads[case["uuid"]])
+        result = judged.run()
         reporter.send("case", **result)
         if result.get("stop"):
             return
     kernel.exit()
+    served_reference.exit()
+
+
+def _calibrated(
+    kernel: ServedLink, reference: ServedLink, case: Mapping[str, Any], job: Mapping[str, Any]
+) -> dict[str, dict[str, float]]:
+    from harness.case import block_size, calibrate
+
+    size = block_size(kernel, case, job["iterations"])
+    return {"kernel": calibrate(kernel, case, size), "reference": calibrate(reference, case, size)}
 
 
 def torch_environment(device: str) -> dict[str, Any]:

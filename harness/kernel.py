@@ -1,18 +1,19 @@
 """The kernel's process: `python -m harness.kernel CONFIG SCRATCH CALLS_FD REPLIES_FD EXCHANGE_FD`.
 
-It runs in a sandbox of its own and knows nothing of the evaluation but the
-solution: no seeds, no reference, no tolerance, no channel to the parent. It
-answers the judge's requests, each a block of calls run back to back (so the
-harness's own cost per call is a loop step, not a round trip): for each, take
-the inputs from the exchange, call the solution (or, to calibrate, an empty
-function) with its own clock around the call, leave the outputs in the
-exchange; then reply with the times.
+It serves one solution: the kernel under test, or the definition's reference
+(which the judge times the same way, in a process of its own). It runs in a
+sandbox of its own and knows nothing of the evaluation but its solution: no
+seeds, no tolerance, no channel to the parent. It answers the judge's
+requests, each a block of calls run back to back (so the harness's own cost
+per call is a loop step, not a round trip): for each, take the inputs from the
+exchange, call the solution (or, to calibrate, an empty function), leave the
+outputs in the exchange; then reply. Between requests its cgroup is frozen.
 
 Nothing here is trusted. A solution can patch this module, the clock, or
 write replies itself; the judge checks the outputs it finds in the exchange
-and holds the reported times against the CPU time it measures from outside.
-The checks below (a tensor subclass, a replaced clock) only name the cheat
-sooner.
+and measures every request itself (the group's CPU time, its own wall clock).
+The times reported here are detail; the checks below (a tensor subclass, a
+replaced clock) only name the cheat sooner.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from harness.exchange import DTYPE_BYTES, ChannelError, LineChannel, map_exchang
 from harness.failures import failure_status, failure_text
 from harness.gpu_timing import CuptiTimer
 from harness.sandbox import drop_privileges
-from harness.timing import warm
 
 # Address space beyond the memory limit for what the runtime maps without using (thread stacks, arenas).
 _ADDRESS_SPACE_SLACK_MB = 2048
@@ -147,7 +147,6 @@ class Caller:
     def _timed(self, function: Callable[..., Any], arguments: Sequence[Any]) -> tuple[Any, float]:
         torch = self.torch
         if not self.cuda:
-            warm(arguments)
             start = self.clock()
             returned = function(*arguments)
             return returned, float(self.clock() - start)

@@ -42,10 +42,11 @@ class Latency(_Closed):
 
 
 class Speedup(_Closed):
-    """The reference's latency over the solution's, timed interleaved in the same evaluation."""
+    """The reference's latency over the solution's: per case, the median of the ratios of pairs of requests
+    (one to each side, on the same inputs, in a random order); for a suite, the geometric mean of the cases'."""
 
     median: float
-    # A 95 % interval of the ratio of medians (from the two medians' intervals, conservatively).
+    # The median's distribution-free 95 % interval (sign test on the pairs' ratios).
     ci95: tuple[float, float]
 
 
@@ -58,12 +59,13 @@ class CaseResult(_Closed):
     latency: Latency | None = None
     reference_latency: Latency | None = None
     speedup: Speedup | None = None
-    # The reference's median in the later half of its interleaved blocks over the earlier: far from 1, the host
-    # drifted.
-    reference_drift: float | None = None
+    # The pairs of requests the case was timed in, until its speedup settled or its time budget ended.
+    pairs: int | None = None
 
 
 class Protocol(_Closed):
+    # `timer`: what decided the figures (harness.timing_names); `precision` and `case_budget_s`: when the pairs
+    # stopped (the interval within that fraction of the median, or that many seconds of pairs per case).
     # The protocol the evaluation followed (harness.protocols): a source's evaluator, or KernelIndex's own.
     name: str = "kernelindex"
     version: str = "1"
@@ -73,6 +75,8 @@ class Protocol(_Closed):
     timer: Timer
     l2_flush: str
     statistic: Literal["median", "mean"] = "median"
+    precision: float | None = None
+    case_budget_s: float | None = None
 
 
 class Limits(_Closed):
@@ -84,7 +88,8 @@ class Limits(_Closed):
     scratch_mb: int | None = None
     cpus: int | None = None
     seccomp: bool = False
-    # How the kernel's own timings were held against the judge's: "cpu time (cgroup)", "wall clock", "none".
+    # What the judge measured each request by: "cpu time (cgroup, frozen between requests)", "wall clock"
+    # (CUDA), or "none" (no cgroup: the kernel could not be frozen while the reference was timed).
     clock_check: str = "none"
 
 

@@ -100,14 +100,21 @@ class SandboxUnavailableError(RuntimeError):
 
 @dataclass
 class Workspace:
-    """The host folders of one evaluation: the judge's job and the kernel's (the solution alone)."""
+    """The host folders of one evaluation: the judge's job, the kernel's (the solution alone) and the
+    reference's (the definition's reference, served as a solution is)."""
 
     judge: Path
     kernel: Path
     sandboxed: bool
+    reference: Path | None = None
+
+    def folder(self, role: str) -> Path:
+        if role == "reference" and self.reference is not None:
+            return self.reference
+        return self.judge if role == "judge" else self.kernel
 
     def job_in_sandbox(self, role: str) -> Path:
-        return JOB if self.sandboxed else (self.judge if role == "judge" else self.kernel)
+        return JOB if self.sandboxed else self.folder(role)
 
     def scratch_in_sandbox(self, role: str) -> Path:
         return SCRATCH if self.sandboxed else self.judge.parent / f"scratch-{role}"
@@ -122,6 +129,10 @@ class Limits:
     cpus: int
     device: str
     fresh_inputs: bool = False
+    # Pairs past the timed iterations until each case's speedup interval is within this fraction of its median,
+    # for at most `case_budget` seconds a case (harness.case).
+    precision: float | None = None
+    case_budget: float = 20.0
 
 
 def drop_privileges() -> None:
@@ -212,8 +223,7 @@ def bwrap_arguments(role: str, workspace: Workspace, limits: Limits, python: str
     package_root = Path(__file__).resolve().parent.parent
     for package in _PACKAGES:
         arguments += _read_only_with_parents(str(package_root / package), str(SANDBOX_ROOT / package))
-    job = workspace.judge if role == "judge" else workspace.kernel
-    arguments += ["--ro-bind", str(job), str(JOB)]
+    arguments += ["--ro-bind", str(workspace.folder(role)), str(JOB)]
     if limits.device.startswith("cuda"):
         for node in sorted(Path("/dev").glob("nvidia*")):
             arguments += ["--dev-bind", str(node), str(node)]
@@ -273,6 +283,11 @@ class _Process:
     group: cgroups.Cgroup | None
 
 
+# The two processes the judge serves requests to: the solution's, and the definition's reference's, each in a
+# sandbox and a cgroup of its own, started and measured alike.
+SERVED = ("kernel", "reference")
+
+
 def run_evaluation(
     workspace: Workspace,
     job: dict[str, Any],
@@ -281,98 +296,60 @@ def run_evaluation(
     known_cases: list[str],
     max_samples: int,
 ) -> Outcome:
-    """Start the kernel's sandbox and the judge's, watch them to the end or a limit, and clean up."""
+    """Start the kernel's sandbox, the reference's and the judge's, watch them to the end or a limit, and clean up."""
     outcome = Outcome(known_cases=frozenset(known_cases), max_samples=max_samples)
     python = python_executable()
     opened: list[int] = []
-
-    def pipe() -> tuple[int, int]:
-        ends = os.pipe()
-        opened.extend(ends)
-        return ends
-
     groups: list[cgroups.Cgroup] = []
     processes: list[_Process] = []
     kernel_group: cgroups.Cgroup | None = None
+    handed: list[int] = []
     try:
-        exchange = _sealed_memfd(exchange_size)
-        opened.append(exchange)
-        calls_read, calls_write = pipe()
-        replies_read, replies_write = pipe()
-        results_read, results_write = pipe()
-        kernel_log_read, kernel_log_write = pipe()
-        judge_log_read, judge_log_write = pipe()
-        kernel_group = cgroups.create(limits.memory_mb, KERNEL_PIDS, limits.cpus) if workspace.sandboxed else None
+        results_read, results_write = _pipe(opened)
+        kernel_log_read, kernel_log_write = _pipe(opened)
+        judge_log_read, judge_log_write = _pipe(opened)
+        descriptors: dict[str, Any] = {"results": results_write}
+        seccomp: int | None = None
+        for role in SERVED:
+            # One program each: bwrap reads its descriptor to the end.
+            seccomp = _seccomp_descriptor(limits) if workspace.sandboxed else None
+            if seccomp is not None:
+                opened.append(seccomp)
+            group = cgroups.create(limits.memory_mb, KERNEL_PIDS, limits.cpus) if workspace.sandboxed else None
+            if group is not None:
+                groups.append(group)
+            kernel_group = group if role == "kernel" else kernel_group
+            log = kernel_log_write if role == "kernel" else judge_log_write
+            process, judge_side, served_side = _serve(
+                role, workspace, limits, python, group, exchange_size, opened, log=log, seccomp=seccomp
+            )
+            processes.append(process)
+            descriptors[role] = judge_side
+            handed += served_side
         judge_memory = limits.memory_mb and limits.memory_mb * JUDGE_MEMORY_FACTOR + JUDGE_MEMORY_EXTRA_MB
         judge_group = cgroups.create(judge_memory, JUDGE_PIDS, None) if workspace.sandboxed else None
-        groups += [group for group in (kernel_group, judge_group) if group is not None]
-        meter = kernel_group.cpu_meter() if kernel_group else None
-        if meter is not None:
-            opened.append(meter)
-        seccomp = _seccomp_descriptor(limits) if workspace.sandboxed else None
-        if seccomp is not None:
-            opened.append(seccomp)
+        if judge_group is not None:
+            groups.append(judge_group)
         outcome.limits = _limits_record(limits, kernel_group, seccomp is not None)
-        kernel_config = workspace.job_in_sandbox("kernel") / "config.json"
-        kernel_command = [
-            python,
-            "-m",
-            "harness.kernel",
-            str(kernel_config),
-            str(workspace.scratch_in_sandbox("kernel")),
-            str(calls_read),
-            str(replies_write),
-            str(exchange),
-        ]
-        processes.append(
-            _start(
-                "kernel",
-                kernel_command,
-                workspace,
-                limits,
-                python,
-                kernel_group,
-                log=kernel_log_write,
-                keep=(calls_read, replies_write, exchange),
-                seccomp=seccomp,
-            )
-        )
-        descriptors = {"results": results_write, "calls": calls_write, "replies": replies_read, "exchange": exchange}
-        if meter is not None:
-            descriptors["cpu_meter"] = meter
-        job_path = workspace.job_in_sandbox("judge")
         judge_command = [
             python,
             "-m",
             "harness.judge",
-            str(job_path),
+            str(workspace.job_in_sandbox("judge")),
             str(workspace.scratch_in_sandbox("judge")),
             json.dumps(descriptors),
         ]
+        keep = (results_write, *(value for role in SERVED for value in descriptors[role].values()))
         processes.append(
-            _start(
-                "judge",
-                judge_command,
-                workspace,
-                limits,
-                python,
-                judge_group,
-                log=judge_log_write,
-                keep=tuple(descriptors.values()),
-                seccomp=None,
-            )
+            _start("judge", judge_command, workspace, limits, python, judge_group, log=judge_log_write, keep=keep)
         )
         # Only the children hold the writing ends now: their end, however it comes, ends the pipes.
-        for descriptor in (calls_read, calls_write, replies_read, replies_write, results_write):
-            os.close(descriptor)
-            opened.remove(descriptor)
-        for descriptor in (kernel_log_write, judge_log_write):
+        for descriptor in (results_write, kernel_log_write, judge_log_write, *handed, *_pipe_ends(descriptors)):
             os.close(descriptor)
             opened.remove(descriptor)
         _watch(processes, results_read, kernel_log_read, judge_log_read, outcome, limits, kernel_group)
-        opened.remove(results_read)
-        opened.remove(kernel_log_read)
-        opened.remove(judge_log_read)
+        for descriptor in (results_read, kernel_log_read, judge_log_read):
+            opened.remove(descriptor)
     finally:
         for process in processes:
             _kill(process)
@@ -384,6 +361,66 @@ def run_evaluation(
         for group in groups:
             group.remove()
     return outcome
+
+
+def _pipe(opened: list[int]) -> tuple[int, int]:
+    ends = os.pipe()
+    opened.extend(ends)
+    return ends
+
+
+def _pipe_ends(descriptors: dict[str, Any]) -> list[int]:
+    """The judge's ends of the served processes' pipes, which the parent closes once the judge holds them."""
+    return [descriptors[role][name] for role in SERVED for name in ("calls", "replies")]
+
+
+def _serve(
+    role: str,
+    workspace: Workspace,
+    limits: Limits,
+    python: str,
+    group: cgroups.Cgroup | None,
+    exchange_size: int,
+    opened: list[int],
+    *,
+    log: int,
+    seccomp: int | None,
+) -> tuple[_Process, dict[str, int], list[int]]:
+    """Start one served process (harness.kernel) with its exchange, its pipes, and its group's meter and freezer:
+    (the process, the judge's descriptors for it, the served process's ends that the parent closes)."""
+    exchange = _sealed_memfd(exchange_size)
+    opened.append(exchange)
+    calls_read, calls_write = _pipe(opened)
+    replies_read, replies_write = _pipe(opened)
+    command = [
+        python,
+        "-m",
+        "harness.kernel",
+        str(workspace.job_in_sandbox(role) / "config.json"),
+        str(workspace.scratch_in_sandbox(role)),
+        str(calls_read),
+        str(replies_write),
+        str(exchange),
+    ]
+    process = _start(
+        role,
+        command,
+        workspace,
+        limits,
+        python,
+        group,
+        log=log,
+        keep=(calls_read, replies_write, exchange),
+        seccomp=seccomp,
+    )
+    judge_side = {"calls": calls_write, "replies": replies_read, "exchange": exchange}
+    if group is not None:
+        for name, descriptor in zip(
+            ("cpu_meter", "freeze", "frozen"), (group.cpu_meter(), *group.freezer()), strict=True
+        ):
+            opened.append(descriptor)
+            judge_side[name] = descriptor
+    return process, judge_side, [calls_read, replies_write]
 
 
 def _sealed_memfd(size: int) -> int:
@@ -414,7 +451,13 @@ def _limits_record(limits: Limits, group: cgroups.Cgroup | None, seccomp: bool) 
         "scratch_mb": limits.scratch_mb,
         "cpus": limits.cpus if group else None,
         "seccomp": seccomp,
-        "clock_check": ("wall clock" if limits.device.startswith("cuda") else "cpu time (cgroup)" if group else "none"),
+        "clock_check": (
+            "wall clock"
+            if limits.device.startswith("cuda")
+            else "cpu time (cgroup, frozen between requests)"
+            if group
+            else "none"
+        ),
     }
 
 
@@ -428,7 +471,7 @@ def _start(
     *,
     log: int,
     keep: tuple[int, ...],
-    seccomp: int | None,
+    seccomp: int | None = None,
 ) -> _Process:
     environment = environment_for(role, workspace, python)
     if workspace.sandboxed:
@@ -437,7 +480,7 @@ def _start(
         workspace.scratch_in_sandbox(role).mkdir(exist_ok=True)
     join = group.join_file_descriptors() if group else []
     nproc = None if group else _nproc_limit()
-    file_size = limits.scratch_mb * 2**20 if role == "kernel" else None
+    file_size = limits.scratch_mb * 2**20 if role in SERVED else None
 
     def prepare() -> None:
         # In the new process, before bwrap: into the cgroup, under its rlimits.
@@ -445,7 +488,7 @@ def _start(
             os.write(descriptor, b"0")
         if file_size is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
-        if nproc is not None and role == "kernel":
+        if nproc is not None and role in SERVED:
             resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
 
     try:
@@ -489,7 +532,7 @@ def _watch(
     limits: Limits,
     kernel_group: cgroups.Cgroup | None,
 ) -> None:
-    kernel, judge = processes
+    kernel, judge = processes[0], processes[-1]
     selector = selectors.DefaultSelector()
     selector.register(results, selectors.EVENT_READ, "results")
     selector.register(kernel_log, selectors.EVENT_READ, "log")
@@ -574,11 +617,11 @@ def _take_event(message: dict[str, Any], outcome: Outcome) -> None:
     elif event == "start" and uuid in outcome.known_cases:
         outcome.running = uuid
     elif event == "case" and uuid in outcome.known_cases and uuid not in outcome.cases:
-        for key in ("samples", "reference_samples"):
+        for key in ("samples", "reference_samples", "pair_ratios"):
             samples = message.get(key)
             if isinstance(samples, list) and len(samples) > outcome.max_samples:
                 message[key] = None
-                message["status"], message["reason"] = "HARNESS_ERROR", f"more {key} than iterations asked for"
+                message["status"], message["reason"] = "HARNESS_ERROR", f"more {key} than the harness takes"
         outcome.cases[uuid] = message
         outcome.running = None
     elif event == "fatal" and outcome.fatal is None:

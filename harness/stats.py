@@ -5,6 +5,11 @@ two order statistics of the sorted samples chosen from the binomial(n, 1/2)
 distribution, so it needs no assumption about the shape of the timings (which
 are skewed: a sample can only be slowed down, never sped up, by noise).
 
+A case's speedup is the median of the ratios of its timed pairs (the
+reference's request over the kernel's, on the same inputs), with the same
+order-statistic interval: each pair sees the same host, so a drift of the
+host's speed moves both sides of a ratio alike.
+
 A suite statistic is the geometric mean over the cases of the per-case
 statistic, as SOL-ExecBench aggregates latency over a definition's workloads;
 the suite's interval bounds are the geometric means of the per-case bounds,
@@ -20,6 +25,9 @@ from collections.abc import Sequence
 from harness.results import Latency, Speedup
 
 _EXACT_UP_TO = 200
+# Timed pairs per case: the pairs the timed iterations make, at least this many (a sign-test interval needs
+# six), and at most this many however long the budget.
+MIN_PAIRS, MAX_PAIRS = 6, 1000
 
 
 def latency_of(samples_ns: Sequence[float]) -> Latency:
@@ -56,13 +64,34 @@ def median_interval(ordered: Sequence[float], confidence: float = 0.95) -> tuple
     return ordered[k - 1], ordered[n - k]
 
 
-def speedup_of(reference: Latency | None, solution: Latency | None) -> Speedup | None:
-    """The reference's median over the solution's, with the interval their intervals allow at the extremes."""
-    if reference is None or solution is None or solution.median_ns <= 0 or min(solution.ci95_ns) <= 0:
+def speedup_interval(ratios: Sequence[float]) -> tuple[float, float, float]:
+    """(median, low, high): the median of the pairs' ratios and its distribution-free 95 % interval."""
+    ordered = sorted(ratios)
+    low, high = median_interval(ordered)
+    return statistics.median(ordered), low, high
+
+
+def ratio_speedup(ratios: Sequence[float]) -> Speedup:
+    median, low, high = speedup_interval(ratios)
+    return Speedup(median=median, ci95=(low, high))
+
+
+def settled(ratios: Sequence[float], precision: float | None) -> bool:
+    """Whether the speedup's interval reaches no further from its median than `precision` (a fraction) either
+    way; without a precision, the fixed number of pairs decides alone."""
+    if precision is None:
+        return True
+    median, low, high = speedup_interval(ratios)
+    return median > 0 and (median - low) <= precision * median and (high - median) <= precision * median
+
+
+def suite_speedup(cases: Sequence[Speedup]) -> Speedup | None:
+    """The geometric mean over cases of each case's speedup and of each bound of its interval."""
+    if not cases:
         return None
     return Speedup(
-        median=reference.median_ns / solution.median_ns,
-        ci95=(reference.ci95_ns[0] / solution.ci95_ns[1], reference.ci95_ns[1] / solution.ci95_ns[0]),
+        median=_geometric_mean([case.median for case in cases]),
+        ci95=(_geometric_mean([case.ci95[0] for case in cases]), _geometric_mean([case.ci95[1] for case in cases])),
     )
 
 

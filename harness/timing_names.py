@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Final, Literal, get_args
 
-# The clocks a result may name: the CPU's, CUDA events, CUPTI's activity records.
-Timer = Literal["perf_counter_ns", "cuda_event", "cupti"]
+# What decided a result's figures: the judge's own measures of each request, the served process's cgroup's CPU
+# time (read frozen) or the judge's wall clock; older results named the kernel's process's clocks (the CPU's,
+# CUDA events, CUPTI's activity records), which now are detail only.
+Timer = Literal["cgroup_cpu_time", "judge_wall_clock", "perf_counter_ns", "cuda_event", "cupti"]
 TIMERS: tuple[Timer, ...] = get_args(Timer)
+JUDGE_CPU_TIME: Final[Literal["cgroup_cpu_time"]] = "cgroup_cpu_time"
+JUDGE_WALL_CLOCK: Final[Literal["judge_wall_clock"]] = "judge_wall_clock"
 
 CPU_TIMER: Final[Literal["perf_counter_ns"]] = "perf_counter_ns"
 CUDA_TIMER: Final[Literal["cuda_event"]] = "cuda_event"
