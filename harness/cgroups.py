@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -74,8 +75,13 @@ class Cgroup:
     def pids_exhausted(self) -> bool:
         return _counter(self.folders["pids"] / "pids.events", "max") > 0
 
+    def thaw(self) -> None:
+        """Let a frozen group run again: a frozen task takes no signal, SIGKILL included, until it is thawed."""
+        _thaw_folder(self.folders["freezer"] if self.version == 1 else self.folders["cpu"])
+
     def remove(self) -> None:
-        """Kill what is left in the group, then remove it."""
+        """Kill what is left in the group (thawed first), then remove it."""
+        self.thaw()
         for folder in dict.fromkeys(self.folders.values()):
             for _ in range(50):
                 pids = _pids(folder)
@@ -138,7 +144,8 @@ class Freezer:
 def create(memory_mb: int | None, pids: int, cpus: int | None) -> Cgroup | None:
     """A new group with these limits (`cpus`: a CPU quota, that many CPUs' time), or None where this process
     may not make one."""
-    name = "evaluation-" + uuid.uuid4().hex[:12]
+    # The evaluating process's pid in the name: a group whose evaluator is gone is reaped by the next one.
+    name = f"evaluation-{os.getpid()}-{uuid.uuid4().hex[:12]}"
     _remove_abandoned()
     try:
         if (CGROUP_ROOT / "cgroup.controllers").exists():
@@ -206,15 +213,45 @@ def _create_v2(name: str, memory_mb: int | None, pids: int, cpus: int | None) ->
 
 
 def _remove_abandoned() -> None:
-    """Empty groups an evaluation left when its parent was killed (its processes died with it)."""
+    """Groups an evaluation left when its evaluating process was killed. Their processes are frozen between
+    requests, and a frozen process does not die with its parent (its SIGKILL waits for a thaw), so each is
+    thawed and emptied before it is removed: a group whose evaluator is gone, or of no known evaluator and
+    older than ABANDONED_AFTER_SECONDS."""
     cutoff = time.time() - ABANDONED_AFTER_SECONDS
     for parent in CGROUP_ROOT.glob(f"*/{PARENT_NAME}"):
         with contextlib.suppress(OSError):
             for folder in parent.iterdir():
-                # Old ones only: a new group may not have its processes yet. A group in use refuses rmdir.
-                if folder.is_dir() and folder.stat().st_mtime < cutoff:
-                    with contextlib.suppress(OSError):
-                        folder.rmdir()
+                if folder.is_dir() and _abandoned(folder, cutoff):
+                    _reap(folder)
+
+
+def _abandoned(folder: Path, cutoff: float) -> bool:
+    match = re.fullmatch(r"evaluation-(\d+)-[0-9a-f]+", folder.name)
+    if match is None:
+        # Old ones only: a new group may not have its processes yet.
+        return folder.stat().st_mtime < cutoff
+    return not Path(f"/proc/{match.group(1)}").exists()
+
+
+def _reap(folder: Path) -> None:
+    _thaw_folder(folder)
+    for _ in range(50):
+        for pid in _pids(folder):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, 9)
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+            return
+        time.sleep(0.02)
+
+
+def _thaw_folder(folder: Path) -> None:
+    """Thaw a group through whichever file its hierarchy has (v1's freezer.state, v2's cgroup.freeze)."""
+    with contextlib.suppress(OSError):
+        if (folder / "freezer.state").exists():
+            (folder / "freezer.state").write_text("THAWED")
+        elif (folder / "cgroup.freeze").exists():
+            (folder / "cgroup.freeze").write_text("0")
 
 
 def _pids(folder: Path) -> list[int]:

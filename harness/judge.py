@@ -30,7 +30,7 @@ from harness.sandbox import drop_privileges
 from harness.timing_names import JUDGE_CPU_TIME, JUDGE_WALL_CLOCK
 
 if TYPE_CHECKING:
-    from harness.case import ServedLink
+    from harness.served import ServedLink
 
 
 class Reporter:
@@ -64,8 +64,9 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     import torch
 
-    from harness.case import CaseJudge, KernelFault, ServedLink
+    from harness.case import CaseJudge
     from harness.loading import load_reference
+    from harness.served import KernelFault, ServedLink
 
     device = job["device"]
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -101,7 +102,8 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
         reporter.send("fatal", status="INVALID_REFERENCE", reason=f"serving the reference: {refused[1]}")
         return
     # What decides the figures: the judge's own measure of each request, never the kernel's clock.
-    reporter.send("timer", name=JUDGE_CPU_TIME if kernel.measure == "cpu" else JUDGE_WALL_CLOCK)
+    cpu_time = kernel.metered and not device.startswith("cuda")
+    reporter.send("timer", name=JUDGE_CPU_TIME if cpu_time else JUDGE_WALL_CLOCK)
     for case in job["cases"]:
         reporter.send("start", uuid=case["uuid"])
         judged = CaseJudge(job, case, reference_run, entrypoint, kernel, served_reference, overheads[case["uuid"]])
@@ -116,10 +118,11 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
 def _calibrated(
     kernel: ServedLink, reference: ServedLink, case: Mapping[str, Any], job: Mapping[str, Any]
 ) -> dict[str, dict[str, float]]:
-    from harness.case import block_size, calibrate
+    from harness.served import block_size, calibrate
 
     size = block_size(kernel, case, job["iterations"])
-    return {"kernel": calibrate(kernel, case, size), "reference": calibrate(reference, case, size)}
+    cuda = str(job["device"]).startswith("cuda")
+    return {"kernel": calibrate(kernel, case, size), "reference": calibrate(reference, case, size, probe=cuda)}
 
 
 def torch_environment(device: str) -> dict[str, Any]:

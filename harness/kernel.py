@@ -72,6 +72,8 @@ def serve(config: Mapping[str, Any], scratch: Path, channel: LineChannel, exchan
         if operation == "load":
             solution, error = _load(config, device, scratch)
             channel.send({"seq": request.get("seq"), "error": error, "timer": caller.timer_name})
+        elif operation == "probe":
+            channel.send({"seq": request.get("seq"), "ns": caller.probe()})
         elif operation == "calls":
             function = caller.empty if request.get("empty") or solution is None else solution
             results = []
@@ -108,6 +110,9 @@ class Caller:
         # The previous call's device tensors stay alive until this call has its own, so addresses change.
         self.previous: list[Any] = []
         self.cupti: CuptiTimer | None = None
+        self.probe_buffer: Any = None
+        # Flat views of the exchange by (offset, dtype, count): made once, shaped anew for each call.
+        self.flat_views: dict[tuple[int, str, int], Any] = {}
         if self.cuda:
             from harness.timing import l2_flush_buffer
 
@@ -115,11 +120,28 @@ class Caller:
             self.cupti = CuptiTimer.start()
         self.timer_name = "cupti" if self.cupti else "cuda_event" if self.cuda else "perf_counter_ns"
 
+    def probe(self) -> float:
+        """A small fixed piece of GPU work, timed with events: slow when something else holds the GPU."""
+        if not self.cuda:
+            return 0.0
+        torch = self.torch
+        if self.probe_buffer is None:
+            self.probe_buffer = torch.zeros(2**20, device=self.device)
+        begin = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        begin.record()
+        self.probe_buffer.add_(1.0)
+        end.record()
+        torch.cuda.synchronize(self.device)
+        return float(begin.elapsed_time(end) * 1e6)
+
     def empty(self, *arguments: Any) -> Any:
-        """Calibration: everything a call costs the harness, without a solution."""
+        """Calibration: what a call costs the harness, without a solution. A returned output is the exchange's
+        own (on the CPU), so no copy is counted: writing its outputs where the judge reads them is a call's own
+        work, as a destination-passing solution's writes are."""
         if self.dps:
             return None
-        return [self.torch.empty(p.shape, dtype=p.dtype, device=p.device) for p in self._declared]
+        return list(self._declared)
 
     def call(self, function: Callable[..., Any], request: Mapping[str, Any]) -> dict[str, Any]:
         try:
@@ -198,7 +220,8 @@ class Caller:
             described.append({"shape": list(value.shape), "dtype": dtype})
             if value.nbytes <= placement[3] and dtype in DTYPE_BYTES:
                 target = self._view(placement[0], list(value.shape), dtype)
-                target.copy_(value.detach().reshape(target.shape))
+                if target.data_ptr() != value.data_ptr():
+                    target.copy_(value.detach().reshape(target.shape))
         return {"ns": elapsed, "returned": described, "count": len(values)}
 
     def _argument(self, item: Mapping[str, Any]) -> Any:
@@ -215,7 +238,11 @@ class Caller:
             count *= size
         if count == 0:
             return torch.empty(shape, dtype=torch_dtype)
-        flat = torch.frombuffer(self.exchange, dtype=torch_dtype, count=count, offset=offset)
+        key = (offset, dtype, count)
+        flat = self.flat_views.get(key)
+        if flat is None:
+            flat = self.flat_views[key] = torch.frombuffer(self.exchange, dtype=torch_dtype, count=count, offset=offset)
+        # A new view each call: what a solution does to its argument's shape in place stays with that call.
         return flat.view(shape)
 
 

@@ -59,14 +59,16 @@ class CaseResult(_Closed):
     latency: Latency | None = None
     reference_latency: Latency | None = None
     speedup: Speedup | None = None
-    # The pairs of requests the case was timed in, until its speedup settled or its time budget ended.
+    # The pairs of requests the case was timed in, until its speedup settled or its time budget ended, and the
+    # calls in each request (latency and speedup are per call: a request's figure over its calls).
     pairs: int | None = None
+    calls_per_request: int | None = None
 
 
 class Protocol(_Closed):
+    # The protocol the evaluation followed (harness.protocols): a source's evaluator, or KernelIndex's own.
     # `timer`: what decided the figures (harness.timing_names); `precision` and `case_budget_s`: when the pairs
     # stopped (the interval within that fraction of the median, or that many seconds of pairs per case).
-    # The protocol the evaluation followed (harness.protocols): a source's evaluator, or KernelIndex's own.
     name: str = "kernelindex"
     version: str = "1"
     warmup: int
@@ -88,8 +90,9 @@ class Limits(_Closed):
     scratch_mb: int | None = None
     cpus: int | None = None
     seccomp: bool = False
-    # What the judge measured each request by: "cpu time (cgroup, frozen between requests)", "wall clock"
-    # (CUDA), or "none" (no cgroup: the kernel could not be frozen while the reference was timed).
+    # What the judge measured each request by (harness.sandbox clock_check): the group's CPU time or, on CUDA,
+    # its own wall clock, the group frozen between requests; "none" without a cgroup (the kernel could not be
+    # frozen while the reference was timed, so the figures decide nothing).
     clock_check: str = "none"
 
 

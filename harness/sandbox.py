@@ -351,6 +351,9 @@ def run_evaluation(
         for descriptor in (results_read, kernel_log_read, judge_log_read):
             opened.remove(descriptor)
     finally:
+        # A frozen process takes no signal until it is thawed: thaw first, or the kill waits for ever.
+        for group in groups:
+            group.thaw()
         for process in processes:
             _kill(process)
         for descriptor in opened:
@@ -451,14 +454,20 @@ def _limits_record(limits: Limits, group: cgroups.Cgroup | None, seccomp: bool) 
         "scratch_mb": limits.scratch_mb,
         "cpus": limits.cpus if group else None,
         "seccomp": seccomp,
-        "clock_check": (
-            "wall clock"
-            if limits.device.startswith("cuda")
-            else "cpu time (cgroup, frozen between requests)"
-            if group
-            else "none"
-        ),
+        "clock_check": clock_check(limits.device, group is not None),
     }
+
+
+# What the judge measures each request of a served process by (harness.results Limits.clock_check).
+CPU_TIME_CHECK = "cpu time (cgroup, frozen between requests)"
+WALL_CLOCK_CHECK = "wall clock (cgroup frozen between requests)"
+NO_CHECK = "none"
+
+
+def clock_check(device: str, grouped: bool) -> str:
+    if not grouped:
+        return NO_CHECK
+    return WALL_CLOCK_CHECK if device.startswith("cuda") else CPU_TIME_CHECK
 
 
 def _start(

@@ -13,6 +13,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
+from records.rerun import DEFAULT_CASE_BUDGET_SECONDS
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("KERNELINDEX_VAR_DIR", BASE_DIR / "var"))
 # The embedded defaults (SQLite, broker, cache) keep their files here.
@@ -295,9 +297,11 @@ RERUN_MEMORY_MB = env_int("RERUN_MEMORY_MB", 4096)
 RERUN_HEARTBEAT_SECONDS = env_float("RERUN_HEARTBEAT_SECONDS", 10)
 RERUN_STALE_AFTER_SECONDS = env_float("RERUN_STALE_AFTER_SECONDS", 60)
 RERUN_MAX_ATTEMPTS = env_int("RERUN_MAX_ATTEMPTS", 3)
-# An attempt too noisy to decide (or an unconfirmed failure) runs again this long after, within the same
-# RERUN_MAX_ATTEMPTS; the last attempt's verdict stands, inconclusive or not.
-RERUN_RETRY_AFTER_SECONDS = env_float("RERUN_RETRY_AFTER_SECONDS", 300)
+# An attempt whose time budget ran out before it decided (or whose evaluation failed) runs again this long after,
+# within the same RERUN_MAX_ATTEMPTS; the last attempt's verdict stands, inconclusive or not.
+RERUN_RETRY_AFTER_SECONDS = env_float("RERUN_RETRY_AFTER_SECONDS", 20)
+# Seconds of timed pairs per case, at most, while the speedup's interval is wider than half the tolerance.
+RERUN_CASE_BUDGET_SECONDS = env_float("RERUN_CASE_BUDGET_SECONDS", DEFAULT_CASE_BUDGET_SECONDS)
 # A request still queued this long after it was sent (or never sent: the broker was down) is sent again.
 RERUN_RESEND_AFTER_SECONDS = env_float("RERUN_RESEND_AFTER_SECONDS", 120)
 RERUN_SWEEP_SECONDS = env_float("RERUN_SWEEP_SECONDS", 30)

@@ -48,37 +48,73 @@ REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not_reproduced"
 INCONCLUSIVE = ""
 
-# The statuses that say the kernel's outputs were wrong: they count only once a second evaluation on
-# fresh inputs confirms them. Tampering (REWARD_HACK) needs no confirmation.
+# The statuses that say the kernel's outputs were wrong. The judge mixes the case's own seed into its fresh
+# rounds at random, so a kernel cannot tell the reproducible round from the others: a failure on either is the
+# kernel's, with no second evaluation. Tampering (REWARD_HACK) is the kernel's as well.
 CORRECTNESS_FAILURES = frozenset({"INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE"})
 TAMPERING = "REWARD_HACK"
 
 # The version of the rule below; every verdict stores it with its tolerance. Version 1 compared the
 # rerun's absolute latency with the reported one, whatever host either ran on. Version 2 called a rerun
 # whose reference drifted, or whose interval was wide, inconclusive even when the whole interval lay far
-# beyond the tolerance (a claim 20 times too fast, on a loaded machine).
-RULE_VERSION = 4
-# How much slower than claimed a rerun must be, beyond the tolerance, to call the claim not reproduced: the
-# spread between whole evaluations of one honest kernel, which no single rerun's interval shows. Measured on the
-# 2-core development VM, quiet, three evaluations each of the demo's eight honest kernels: up to 1.48x
-# (gemm-row-loop's speedup 0.127 to 0.188), 1.16x for rmsnorm-vectorised. Slower than claimed by less than
-# this is inconclusive: noise must make a rerun undecided, never wrong.
-RUN_TO_RUN = 1.5
+# beyond the tolerance. Versions 3 and 4 waited for a second evaluation on fresh inputs before a correctness
+# failure counted (a kernel wrong only on the case's own seed was never convicted) and gave up on a reference
+# that drifted between blocks. Version 5 reads a judge that times kernel and reference in interleaved pairs
+# until the speedup's interval is narrow (harness 0.2): drift moves both sides of a pair alike.
+RULE_VERSION = 5
+# How much slower than claimed, beyond the tolerance, even the fast end of a rerun's interval must be to call
+# the claim not reproduced: the spread between whole evaluations of one honest kernel, which no single rerun's
+# interval shows (bench/verdicts measures it: the largest ratio between two evaluations of one demo kernel's
+# suite speedup, quiet or beside two busy loops). Slower than claimed by less than this is inconclusive: noise
+# must make a rerun undecided, never wrong.
+RUN_TO_RUN = 1.15
 
 EVIDENCE_RULE = (
     "The latest conclusive KernelIndex rerun on the run's own hardware class decides its evidence level "
-    "(rule version {version}, tolerance {tolerance}). The rerun times the definition's reference interleaved "
-    "with the kernel; where the source reported a speedup against the reference, the speedups are compared, "
-    "otherwise the latencies. Reproduced when every case passes and the kernel is at least as fast as "
-    "claimed, within the tolerance. Not reproduced when a correctness failure is confirmed by a second "
-    "evaluation on fresh inputs, when even the fast end of the rerun's 95 % interval is slower than claimed "
-    "beyond the tolerance and beyond the spread between whole evaluations of one kernel ({run_to_run}), or "
-    "when it tampered with its evaluation. Inconclusive when the rerun is too noisy "
-    "to tell (its 95 % interval reaches further from its median than the tolerance, or the reference drifted "
-    "by more than the tolerance between interleaved blocks), unless even the fast end of its interval, moved "
-    "further by that drift, is slower than claimed beyond the tolerance; or when the evaluation itself failed: "
-    "that moves nothing and is retried. Reruns on other hardware are shown and move nothing; community notes never do."
+    "(rule version {version}, tolerance {tolerance}). The rerun times the kernel and the definition's reference "
+    "in interleaved pairs on the same inputs, measured by the judge, never by the kernel, until the speedup's "
+    "95 % interval is narrow or the time budget ends; where the source reported a speedup against the reference, "
+    "the speedups are compared, otherwise the latencies. Reproduced when every case passes and the kernel is at "
+    "least as fast as claimed within the tolerance. Not reproduced when its outputs were wrong on any round (the "
+    "case's own inputs or fresh ones, which it cannot tell apart), when it tampered with its evaluation or failed "
+    "in it, or when even the fast end of the rerun's 95 % interval is slower than claimed beyond the tolerance "
+    "and beyond the spread between whole evaluations of one kernel ({run_to_run}). Inconclusive when the time "
+    "budget ran out before the interval decided, or when the evaluation itself failed with the reference as the "
+    "solution too: that moves nothing and is retried. Reruns on other hardware are shown and move nothing; "
+    "community notes never do."
 )
+
+
+# Seconds of timed pairs per case a rerun allows, at most (RERUN_CASE_BUDGET_SECONDS): a demo definition's three
+# cases then take at most half a minute of pairs.
+DEFAULT_CASE_BUDGET_SECONDS = 10.0
+
+
+def rerun_precision(tolerance: float) -> float:
+    """The precision a rerun asks of the harness: pairs until each case's speedup interval is within half the
+    tolerance of its median, so that a kernel as fast as claimed is decided with room for the claim's noise."""
+    return tolerance / 2
+
+
+def rerun_harness_options(
+    *,
+    device: str,
+    protocol: str,
+    tolerance: float,
+    case_budget: float,
+    timeout: float,
+    memory_mb: int | None = None,
+    unsandboxed: bool = False,
+) -> list[str]:
+    """The options of `python -m harness run` (after its files) for a rerun judged by this rule: every rerun,
+    the worker's and a benchmark's, is run with these."""
+    options = ["--device", device, "--protocol", protocol, "--timeout", f"{timeout:g}"]
+    options += ["--precision", f"{rerun_precision(tolerance):g}", "--case-budget", f"{case_budget:g}"]
+    if memory_mb:
+        options += ["--memory-mb", str(memory_mb)]
+    if unsandboxed:
+        options.append("--unsandboxed")
+    return options
 
 
 def evidence_rule(tolerance: float, version: int = RULE_VERSION) -> str:
@@ -133,14 +169,11 @@ class Measured:
     status: str
     reason: str = ""
     latency: Estimate | None = None
-    # Per case, the reference's latency over the kernel's, timed interleaved; empty unless every case has one.
+    # Per case, the reference's latency over the kernel's, timed in interleaved pairs; empty unless every case
+    # has one.
     case_speedups: tuple[Estimate, ...] = ()
-    # Per case, the reference's median in the later half of its interleaved blocks over the earlier half.
-    drifts: tuple[float, ...] = ()
-    # The status of the second evaluation on fresh inputs, where the first ended in a correctness failure.
-    confirmation: str | None = None
-    # How the harness held the kernel's reported times against its own measures ("none": it could not, for
-    # want of a cgroup); None for results from before the harness said.
+    # What the judge measured each request by ("none": it had no cgroup, so the kernel could not be frozen
+    # while the reference ran); None for results from before the harness said.
     clock_check: str | None = None
 
     def speedup(self, statistic: str) -> Estimate | None:
@@ -172,7 +205,7 @@ def reported_claim(run_spec: Mapping[str, Any], latency_ns: float | None) -> Cla
     return Claim(latency_ns)
 
 
-def measured_from_result(result: Mapping[str, Any], confirmation: str | None = None) -> Measured:
+def measured_from_result(result: Mapping[str, Any]) -> Measured:
     """A harness result (harness/results.py) as the rule reads it; its newer fields may be missing."""
     cases = [case for case in result.get("cases") or [] if case.get("status") == PASSED]
     speedups = [_estimate(case.get("speedup"), "median", "ci95") for case in cases]
@@ -182,8 +215,6 @@ def measured_from_result(result: Mapping[str, Any], confirmation: str | None = N
         reason=str(result.get("reason") or ""),
         latency=latency,
         case_speedups=tuple(s for s in speedups if s) if speedups and all(speedups) else (),
-        drifts=tuple(float(c["reference_drift"]) for c in cases if _number(c.get("reference_drift"))),
-        confirmation=confirmation,
         clock_check=(result.get("limits") or {}).get("clock_check"),
     )
 
@@ -203,8 +234,6 @@ def measured_from_run(run_spec: Mapping[str, Any]) -> Measured:
         reason=str(run_spec.get("reason") or ""),
         latency=Estimate.of(median, (latency.get("ci95Low"), latency.get("ci95High"))) if median else None,
         case_speedups=tuple(s for s in speedups if s) if speedups and all(speedups) else (),
-        drifts=tuple(float(c["referenceDrift"]) for c in cases if _number(c.get("referenceDrift"))),
-        confirmation=metrics.get("confirmationStatus"),
         clock_check=metrics.get("clockCheck"),
     )
 
@@ -220,30 +249,20 @@ def verdict(claim: Claim, measured: Measured, tolerance: float, *, own_hardware:
     if status == TAMPERING:
         return Verdict(NOT_REPRODUCED, f"the kernel tampered with its evaluation ({status}): {because}", tolerance)
     if status in CORRECTNESS_FAILURES:
-        return _correctness_failure(status, because, measured.confirmation, tolerance)
+        return Verdict(NOT_REPRODUCED, f"the kernel's outputs were wrong ({status}): {because}", tolerance)
     if status in KERNEL_FAULTS:
         return Verdict(NOT_REPRODUCED, f"the rerun ended {status}: {because}", tolerance)
     if status != PASSED:
-        return Verdict(INCONCLUSIVE, f"the rerun could not judge the kernel ({status})", tolerance, retry=True)
+        said = f"the rerun could not judge the kernel ({status}): {because}"
+        return Verdict(INCONCLUSIVE, said, tolerance, retry=True)
     if measured.clock_check == UNCHECKED_CLOCK:
-        # The kernel's reported times stood unchecked: a pass there could be forged, so it decides nothing.
-        said = "the rerun's worker could not check the kernel's clock (no cgroup for the evaluation)"
+        # Without a cgroup the kernel could not be frozen while the reference ran, nor measured by its CPU time.
+        said = "the rerun's worker could not measure the kernel apart from the reference (no cgroup for the evaluation)"
         return Verdict(INCONCLUSIVE, said, tolerance)
     compared = _comparison(claim, measured, own_hardware)
     if isinstance(compared, str):
         return Verdict(INCONCLUSIVE, compared, tolerance)
-    return _timing_verdict(compared, measured.drifts, tolerance)
-
-
-def _correctness_failure(status: str, because: str, confirmation: str | None, tolerance: float) -> Verdict:
-    if confirmation is None:
-        said = f"the rerun ended {status} ({because}); it counts once a second evaluation on fresh inputs confirms it"
-        return Verdict(INCONCLUSIVE, said, tolerance, retry=True)
-    if confirmation in CORRECTNESS_FAILURES or confirmation == TAMPERING:
-        said = f"the rerun ended {status} ({because}), confirmed on fresh inputs ({confirmation})"
-        return Verdict(NOT_REPRODUCED, said, tolerance)
-    said = f"the rerun ended {status} ({because}), but the evaluation on fresh inputs ended {confirmation}"
-    return Verdict(INCONCLUSIVE, said, tolerance, retry=True)
+    return _timing_verdict(compared, tolerance)
 
 
 @dataclass(frozen=True)
@@ -274,60 +293,40 @@ def _comparison(claim: Claim, measured: Measured, own_hardware: bool) -> _Compar
     return _Compared(slowdown, latency, "the median latency", f"{slowdown.median:.2f}× the reported figure")
 
 
-def _timing_verdict(compared: _Compared, drifts: tuple[float, ...], tolerance: float) -> Verdict:
-    worst_drift = max(drifts, key=lambda drift: abs(drift - 1), default=1.0)
+def _timing_verdict(compared: _Compared, tolerance: float) -> Verdict:
     slowdown = compared.slowdown
-    # The reference's drift, either way, as a factor by which the machine's speed moved during the rerun.
-    drift_margin = max(worst_drift, 1 / worst_drift) if worst_drift > 0 else math.inf
-    convicting = (1 + tolerance) * RUN_TO_RUN
-    if slowdown.low / drift_margin > convicting:
-        # Even the fast end of the interval, moved further by the drift, misses the claim beyond the tolerance:
-        # no noise the rerun saw can change the answer, so the noise does not make it inconclusive.
+    meets = 1 + tolerance
+    convicting = meets * RUN_TO_RUN
+    if slowdown.low > convicting:
         said = (
-            f"every case passed, but {compared.describe} is {compared.ratio_text}: slower than claimed "
-            f"beyond ±{tolerance:.0%} and the {RUN_TO_RUN:g}× spread between evaluations, even at the fast end "
-            "of its 95 % interval"
+            f"every case passed, but {compared.describe} is {compared.ratio_text}: slower than claimed beyond "
+            f"±{tolerance:.0%} and the {RUN_TO_RUN:g}× spread between evaluations, even at the fast end of its "
+            "95 % interval"
         )
-        if drift_margin > 1 + tolerance:
-            said += f", allowing for the reference's {worst_drift:.2f}× drift between interleaved blocks"
         return Verdict(NOT_REPRODUCED, said, tolerance)
-    if abs(worst_drift - 1) > tolerance:
-        said = (
-            f"every case passed, but the reference's own latency drifted {worst_drift:.2f}× between the earlier "
-            f"and later halves of its interleaved blocks (beyond ±{tolerance:.0%}): too noisy to tell"
-        )
-        return Verdict(INCONCLUSIVE, said, tolerance, retry=True)
-    if slowdown.high <= 1 + tolerance:
-        # Even the slow end of the interval meets the claim: no noise can change the answer.
+    if slowdown.high <= meets:
+        # Even the slow end of the interval meets the claim.
         said = (
             f"every case passed; {compared.describe} is {compared.ratio_text}: as fast as claimed within "
             f"±{tolerance:.0%}, even at the slow end of its 95 % interval"
         )
         return Verdict(REPRODUCED, said, tolerance)
-    if compared.measured.spread > tolerance:
+    if slowdown.median <= meets and compared.measured.spread <= tolerance:
         said = (
-            f"every case passed; {compared.describe} is {compared.ratio_text}, but its 95 % interval reaches "
-            f"±{compared.measured.spread:.0%} from its median (beyond ±{tolerance:.0%}): too noisy to tell"
+            f"every case passed; {compared.describe} is {compared.ratio_text}: as claimed within ±{tolerance:.0%}, "
+            f"its 95 % interval within ±{compared.measured.spread:.0%}"
         )
-        return Verdict(INCONCLUSIVE, said, tolerance, retry=True)
-    if slowdown.median <= 1 + tolerance:
-        said = f"every case passed; {compared.describe} is {compared.ratio_text}: as claimed within ±{tolerance:.0%}"
         return Verdict(REPRODUCED, said, tolerance)
-    if slowdown.low > convicting:
-        said = (
-            f"every case passed, but {compared.describe} is {compared.ratio_text}: slower than claimed "
-            f"beyond ±{tolerance:.0%} and the {RUN_TO_RUN:g}× spread between evaluations, outside its 95 % interval"
-        )
-        return Verdict(NOT_REPRODUCED, said, tolerance)
-    if slowdown.low > 1 + tolerance:
+    if slowdown.low > meets:
         said = (
             f"every case passed; {compared.describe} is {compared.ratio_text}: slower than claimed beyond "
             f"±{tolerance:.0%}, but within the {RUN_TO_RUN:g}× spread between whole evaluations of one kernel"
         )
         return Verdict(INCONCLUSIVE, said, tolerance, retry=True)
     said = (
-        f"every case passed; {compared.describe} is {compared.ratio_text}: slower than claimed beyond "
-        f"±{tolerance:.0%}, but the claim lies inside its 95 % interval"
+        f"every case passed; {compared.describe} is {compared.ratio_text}, but its 95 % interval "
+        f"(±{compared.measured.spread:.0%}) still holds both the claim and a miss beyond ±{tolerance:.0%}: "
+        "the time budget ran out before it decided"
     )
     return Verdict(INCONCLUSIVE, said, tolerance, retry=True)
 
@@ -385,14 +384,10 @@ def rerun_manifest(
     workload: dict[str, Any],
     implementation: dict[str, Any],
     observed_at: str,
-    confirmation: str | None = None,
 ) -> dict[str, Any]:
     """A native manifest for the harness's result: its own protocol and environment, the original's
-    workload and implementation, the per-case results, and `rerunOf` naming the original.
-
-    `confirmation` is the status of the second evaluation on fresh inputs, where one ran: it is kept
-    in the metrics, so that the evidence rule can be applied again to the stored run (measured_from_run).
-    """
+    workload and implementation, the per-case results (with what the evidence rule reads, so that it can be
+    applied again to the stored run: measured_from_run), and `rerunOf` naming the original."""
     protocol = rerun_protocol(result)
     environment = rerun_environment(result)
     hardware = environment["spec"]["hardware"]["product"]
@@ -404,7 +399,6 @@ def rerun_manifest(
             "source": NATIVE_SOURCE,
             "externalId": rerun_external_id(of),
             "metrics": {"harnessStatus": str(result.get("status"))}
-            | ({"confirmationStatus": confirmation} if confirmation else {})
             | ({"clockCheck": str(clock)} if (clock := (result.get("limits") or {}).get("clock_check")) else {}),
         },
         "cases": [_case(case) for case in result.get("cases") or []],
@@ -463,13 +457,13 @@ def _case(case: dict[str, Any]) -> dict[str, Any]:
     reference = case.get("reference_latency") or {}
     if reference.get("median_ns"):
         row["referenceLatencyNs"] = reference["median_ns"]
-    # The reference timed interleaved with the kernel: what the evidence rule compares (measured_from_run).
+    # The reference timed in pairs with the kernel: what the evidence rule compares (measured_from_run).
     speedup = _estimate(case.get("speedup"), "median", "ci95")
     if speedup is not None:
         row["speedup"] = speedup.median
         row["speedupCi95"] = [speedup.low, speedup.high]
-    if _number(case.get("reference_drift")):
-        row["referenceDrift"] = case["reference_drift"]
+    if isinstance(case.get("pairs"), int) and not isinstance(case.get("pairs"), bool):
+        row["pairs"] = case["pairs"]
     for source_key, key in (("max_abs_error", "maxAbsoluteError"), ("max_rel_error", "maxRelativeError")):
         value = case.get(source_key)
         if isinstance(value, (int, float)) and value == value and abs(value) != float("inf"):

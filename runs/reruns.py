@@ -21,6 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +37,13 @@ from django.utils import timezone
 
 from records.canonical import canonical_text, parse_json
 from records.rerun import (
-    CORRECTNESS_FAILURES,
     INCONCLUSIVE,
     RerunOf,
     Verdict,
     measured_from_result,
     measured_from_run,
     reported_claim,
+    rerun_harness_options,
     rerun_manifest,
     verdict,
 )
@@ -176,18 +177,21 @@ def queued_message(request: RerunRequest) -> str:
     return said
 
 
-def send_rerun(request_id: int) -> bool:
-    """Hand the request's id to its hardware's queue. With the broker down the request stays queued, unsent."""
+def send_rerun(request_id: int, *, countdown: float | None = None) -> bool:
+    """Hand the request's id to its hardware's queue (to run `countdown` seconds from now, for a retry). With
+    the broker down the request stays queued, unsent, and the sweep sends it again."""
     request = RerunRequest.objects.filter(pk=request_id, state=RerunRequest.State.QUEUED).first()
     if request is None:
         return False
     try:
-        current_app.send_task(EXECUTE_TASK, args=(request.pk,), queue=request.queue, retry=False)
+        current_app.send_task(EXECUTE_TASK, args=(request.pk,), queue=request.queue, retry=False, countdown=countdown)
     except Exception as error:  # any broker failure: the sweep sends it again later
         logger.warning("rerun #%s not sent to %s: %s", request.pk, request.queue, error)
         RerunRequest.objects.filter(pk=request.pk).update(send_error=f"not sent: {error}"[:500])
         return False
-    RerunRequest.objects.filter(pk=request.pk).update(sent_at=timezone.now(), send_error="", retry_at=None)
+    # A retry sent ahead keeps its time, which the page shows; the sweep sends it again if it is lost.
+    kept = {} if countdown else {"retry_at": None}
+    RerunRequest.objects.filter(pk=request.pk).update(sent_at=timezone.now(), send_error="", **kept)
     return True
 
 
@@ -218,19 +222,12 @@ def execute_rerun(request_id: int) -> None:
         return
     with tempfile.TemporaryDirectory(prefix=f"rerun-{request.pk}-") as folder:
         outcome = run_harness(request, attempt, documents, Path(folder))
-        confirmation = None
-        if outcome is not None and outcome.result and outcome.result.get("status") in CORRECTNESS_FAILURES:
-            # A correctness failure counts only once a second evaluation, on fresh inputs, confirms it.
-            second = run_harness(request, attempt, documents, Path(folder) / "fresh", fresh_inputs=True)
-            if second is None:
-                return
-            confirmation = str(second.result.get("status")) if second.result else "HARNESS_ERROR"
     if outcome is None:
         return  # the claim was lost: another attempt owns the request now
     if outcome.result is None:
         record_failure(request, attempt, "HARNESS_ERROR", "the harness produced no result", outcome)
     else:
-        record_result(request, attempt, outcome.result, outcome, confirmation)
+        record_result(request, attempt, outcome.result, outcome)
 
 
 def worker_name() -> str:
@@ -273,11 +270,11 @@ def harness_environment(hardware: str) -> dict[str, str]:
 
 
 def run_harness(
-    request: RerunRequest, attempt: int, documents: RunnableDocuments, folder: Path, *, fresh_inputs: bool = False
+    request: RerunRequest, attempt: int, documents: RunnableDocuments, folder: Path
 ) -> HarnessOutcome | None:
     """Run `python -m harness run` on the documents; None if the claim was lost meanwhile."""
     folder.mkdir(exist_ok=True)
-    command = harness_command(request, documents, folder, fresh_inputs=fresh_inputs)
+    command = harness_command(request, documents, folder)
     environment = harness_environment(request.hardware)
     log_path = folder / "harness.log"
     started = time.monotonic()
@@ -306,13 +303,12 @@ def run_harness(
     return HarnessOutcome(result, log_tail, seconds)
 
 
-def harness_command(
-    request: RerunRequest, documents: RunnableDocuments, folder: Path, *, fresh_inputs: bool = False
-) -> list[str]:
+def harness_command(request: RerunRequest, documents: RunnableDocuments, folder: Path) -> list[str]:
     """Write the definition, its cases and the solution in the formats the harness reads.
 
-    The rerun follows the protocol of the run's source (records.sources: SourceInfo.rerun_protocol).
-    With `fresh_inputs`, every round of every case draws other random inputs (`--fresh-inputs`).
+    The rerun follows the protocol of the run's source (records.sources: SourceInfo.rerun_protocol), with the
+    options every rerun takes (records.rerun.rerun_harness_options: pairs until the interval is within half
+    the tolerance, or the case budget ends).
     """
     # json.dumps, not the canonical form: the order of inputs and outputs is the order of the arguments.
     (folder / "definition.json").write_text(json.dumps(harness_definition(documents.workload)))
@@ -322,14 +318,15 @@ def harness_command(
     command = [sys.executable, "-m", "harness", "run"]
     command += ["--definition", str(folder / "definition.json"), "--workload", str(folder / "workload.jsonl")]
     command += ["--solution", str(folder / "solution.json"), "--json", str(folder / "result.json")]
-    command += ["--device", hardware_class_named(request.hardware).device]
-    command += ["--protocol", rerun_protocol_of(request.run.source)]
-    command += ["--timeout", str(settings.RERUN_TIMEOUT_SECONDS), "--memory-mb", str(settings.RERUN_MEMORY_MB)]
-    if fresh_inputs:
-        command.append("--fresh-inputs")
-    if settings.RERUN_UNSANDBOXED:
-        command.append("--unsandboxed")
-    return command
+    return command + rerun_harness_options(
+        device=hardware_class_named(request.hardware).device,
+        protocol=rerun_protocol_of(request.run.source),
+        tolerance=settings.RERUN_TOLERANCE,
+        case_budget=settings.RERUN_CASE_BUDGET_SECONDS,
+        timeout=settings.RERUN_TIMEOUT_SECONDS,
+        memory_mb=settings.RERUN_MEMORY_MB,
+        unsandboxed=settings.RERUN_UNSANDBOXED,
+    )
 
 
 def _die_with_parent() -> None:
@@ -364,13 +361,7 @@ def _heartbeat_until_done(process: subprocess.Popen[bytes], request: RerunReques
             process.wait()
 
 
-def record_result(
-    request: RerunRequest,
-    attempt: int,
-    result: dict[str, Any],
-    outcome: HarnessOutcome,
-    confirmation: str | None = None,
-) -> None:
+def record_result(request: RerunRequest, attempt: int, result: dict[str, Any], outcome: HarnessOutcome) -> None:
     """The result as a new run, the request's outcome and the original's evidence, in one transaction.
 
     An attempt too noisy (or too unsure) to decide is queued again instead, while attempts are left.
@@ -379,7 +370,7 @@ def record_result(
         if not RerunRequest.objects.select_for_update().filter(_still_ours(request, attempt)).exists():
             return
         run = Run.objects.select_related("definition").get(pk=request.run_id)
-        decided = judge(request, run, measured_from_result(result, confirmation))
+        decided = judge(request, run, measured_from_result(result))
         if decided.retry and attempt < settings.RERUN_MAX_ATTEMPTS:
             retry_later(request, attempt, decided, outcome)
             return
@@ -391,7 +382,6 @@ def record_result(
             workload=documents.workload,
             implementation=documents.implementation,
             observed_at=timezone.now().isoformat().replace("+00:00", "Z"),
-            confirmation=confirmation,
         )
         result_run = import_manifest(manifest, f"rerun:{request.pk}")
         passed = result.get("status") == "PASSED"
@@ -427,7 +417,8 @@ def judge(request: RerunRequest, run: Run, measured: Any) -> Verdict:
 
 
 def retry_later(request: RerunRequest, attempt: int, decided: Verdict, outcome: HarnessOutcome) -> None:
-    """Queue an inconclusive attempt again; the sweep sends it after RERUN_RETRY_AFTER_SECONDS."""
+    """Queue an inconclusive attempt again, sent once this transaction commits to run RERUN_RETRY_AFTER_SECONDS
+    later (the sweep sends it then if the broker lost it)."""
     retry_at = timezone.now() + timedelta(seconds=settings.RERUN_RETRY_AFTER_SECONDS)
     said = f"attempt {attempt} was inconclusive: {decided.reason}"
     RerunRequest.objects.filter(_still_ours(request, attempt)).update(
@@ -441,6 +432,7 @@ def retry_later(request: RerunRequest, attempt: int, decided: Verdict, outcome: 
     )
     log_rerun(request, f"Rerun #{request.pk}: {said}; it runs again")
     RERUN_PROGRESS.retire_on_commit(request.run)
+    transaction.on_commit(partial(send_rerun, request.pk, countdown=settings.RERUN_RETRY_AFTER_SECONDS))
 
 
 def record_failure(

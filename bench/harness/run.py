@@ -15,12 +15,15 @@
    single-threaded (OMP_NUM_THREADS=1 unless set).
 2. What the boundary costs. The wall time of a whole evaluation of one tiny
    case (`warmup=0, iterations=1`), sandboxed and unsandboxed, beside
-   `python -c "import torch"` alone; and the cost of one more timed iteration
-   (judge <-> kernel: fresh inputs, the exchange, the block's round trip, the
-   reference's interleaved call), from evaluations with 10 and 4010 timed
-   iterations. With `--compare-with REV`, the same figures for the harness at
-   git revision REV (extracted to a temporary folder, run in its own process),
-   and the ratios.
+   `python -c "import torch"` alone; the cost of one more timed call
+   (judge <-> kernel: fresh inputs, the exchange, a share of the request's
+   round trip, the reference's call beside it), from evaluations with 10 and
+   4010 timed iterations; and the cost of one more pair of requests of one
+   call each (both sides thawed, measured and frozen again: the fixed cost of
+   a pair), from the pairs a tiny case takes in 5 s with a precision it never
+   reaches. With `--compare-with REV`, the same figures for the harness at
+   git revision REV (extracted to a temporary folder, run in its own process;
+   a harness without pairs has no per-pair figure), and the ratios.
 3. On a GPU host only: checks that need one (a CUDA C++ solution built with
    load_inline, an allocation past the GPU's memory, the environment block),
    printed as ok/FAILED; they are not in the test suite, which must not skip.
@@ -156,20 +159,38 @@ from harness import evaluate
 options = json.loads(sys.argv[3])
 start = time.perf_counter()
 result = evaluate(*sys.argv[4:7], **options)
-print(json.dumps({"seconds": time.perf_counter() - start, "status": result.status, "reason": result.reason}))
+pairs = [getattr(case, "pairs", None) for case in result.cases]
+print(json.dumps({"seconds": time.perf_counter() - start, "status": result.status, "reason": result.reason,
+                  "pairs": pairs[0] if pairs else None}))
 """
+# Seconds of pairs a tiny case is given, with a precision it never reaches, to count what a pair costs.
+PAIR_BUDGET_SECONDS = 5.0
 
 
-def timed_evaluation(checkout: Path, files: tuple[Path, Path, Path], **options: Any) -> float:
+def evaluation_outcome(checkout: Path, files: tuple[Path, Path, Path], **options: Any) -> dict[str, Any]:
     completed = subprocess.run(
         [sys.executable, "-c", _EVALUATE, str(checkout), "-", json.dumps(options), *map(str, files)],
         check=True,
         capture_output=True,
         text=True,
     )
-    outcome = json.loads(completed.stdout.splitlines()[-1])
+    outcome: dict[str, Any] = json.loads(completed.stdout.splitlines()[-1])
     assert outcome["status"] == "PASSED", outcome["reason"]
-    return float(outcome["seconds"])
+    return outcome
+
+
+def timed_evaluation(checkout: Path, files: tuple[Path, Path, Path], **options: Any) -> float:
+    return float(evaluation_outcome(checkout, files, **options)["seconds"])
+
+
+def seconds_per_pair(checkout: Path, files: tuple[Path, Path, Path], device: str) -> float | None:
+    """One call per request (5 timed iterations make requests of one call), pairs until the budget is gone."""
+    options = {"precision": 1e-9, "case_budget": PAIR_BUDGET_SECONDS, "warmup": 0, "iterations": 5}
+    try:
+        outcome = evaluation_outcome(checkout, files, device=device, **options)
+    except subprocess.CalledProcessError:
+        return None  # a harness that times no pairs
+    return PAIR_BUDGET_SECONDS / outcome["pairs"] if outcome.get("pairs") else None
 
 
 def boundary_cost(root: Path, device: str, rounds: int, baseline: Path | None) -> None:
@@ -178,20 +199,25 @@ def boundary_cost(root: Path, device: str, rounds: int, baseline: Path | None) -
     figures: dict[str, dict[str, list[float]]] = {}
     for _ in range(rounds):
         for label, checkout in checkouts.items():
-            figure = figures.setdefault(label, {"sandboxed": [], "unsandboxed": [], "per iteration": []})
+            figure = figures.setdefault(label, {"sandboxed": [], "unsandboxed": [], "per call": [], "per pair": []})
             for sandbox in (True, False):
                 seconds = timed_evaluation(checkout, files, device=device, sandbox=sandbox, warmup=0, iterations=1)
                 figure["sandboxed" if sandbox else "unsandboxed"].append(seconds)
             short = timed_evaluation(checkout, files, device=device, warmup=0, iterations=10)
             long = timed_evaluation(checkout, files, device=device, warmup=0, iterations=10 + EXTRA_ITERATIONS)
-            figure["per iteration"].append((long - short) / EXTRA_ITERATIONS)
+            figure["per call"].append((long - short) / EXTRA_ITERATIONS)
+            pair = seconds_per_pair(checkout, files, device)
+            if pair is not None:
+                figure["per pair"].append(pair)
         start = time.perf_counter()
         subprocess.run([sys.executable, "-c", "import torch"], check=True, capture_output=True)
         figures.setdefault("python -c 'import torch'", {"alone": []})["alone"].append(time.perf_counter() - start)
     for label, figure in figures.items():
         for what, values in figure.items():
+            if not values:
+                continue
             ratio = ""
-            if baseline and label == "this harness":
+            if baseline and label == "this harness" and figures["baseline"].get(what):
                 ratio = f"   x{statistics.median(values) / statistics.median(figures['baseline'][what]):.2f} baseline"
             print(
                 f"{device:5} {label:24} {what:12} median {statistics.median(values) * 1e3:9.3f} ms "

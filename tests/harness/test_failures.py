@@ -105,9 +105,10 @@ def test_writing_into_an_input_is_a_reward_hack(add_problem: Problem, tmp_path: 
     result = run_harness(add_problem, solution)
 
     assert result.status == "REWARD_HACK"
-    assert result.cases[0].reason == (
+    assert (result.cases[0].reason or "").endswith(
         "the solution wrote into its inputs: input 'x' was written to (first changed element at index (0, 0))"
     )
+    assert (result.cases[0].reason or "").startswith("round 1 of 3 (")
     assert_next_evaluation_works(add_problem, tmp_path)
 
 

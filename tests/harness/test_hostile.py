@@ -5,8 +5,8 @@ own verdict. Each attack runs through `evaluate` in the real sandbox on the demo
 rmsnorm definition, with two small cases, and must end in a failure of the
 kernel (never PASSED, never blamed on the reference) with a reason, within its
 time limit; then the same process evaluates the honest kernel and gets PASSED.
-Two attacks may pass instead, if they gain nothing: their median may not be
-below the honest kernel's (see hostile/README.md).
+Some attacks may pass instead, if they gain nothing: their median (the judge's
+figure) may not be below the honest kernel's (see hostile/README.md).
 """
 
 from __future__ import annotations
@@ -15,10 +15,13 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness import evaluate
+from harness.api import read_inputs
+from harness.job import build_job
 from harness.results import EvaluationResult
 from tests.harness.conftest import write_solution
 
@@ -27,7 +30,7 @@ DEFINITION = ROOT / "demo" / "definitions" / "rmsnorm_h2048"
 HONEST = ROOT / "demo" / "solutions" / "rmsnorm_h2048" / "rmsnorm-vectorised" / "solution.json"
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 REACH = "hostile_reach.py"
-WARMUP, ITERATIONS, MEMORY_MB = 2, 10, 1024
+WARMUP, ITERATIONS, MEMORY_MB = 2, 20, 1024
 # fill_disk.py writes up to 1 GiB: four times this.
 SCRATCH_MB = 256
 # Past its timeout, an evaluation may still take this long to kill the sandbox and drain its pipes.
@@ -42,6 +45,8 @@ class Attack:
     dps: bool = True
     timeout: float = 60
     may_pass_without_gain: bool = False
+    # Public files the attack reads beside its kernel (what anyone can compute from the published cases).
+    public_cases: bool = False
 
 
 ATTACKS = {
@@ -67,6 +72,12 @@ ATTACKS = {
     "filling the disk": Attack("fill_disk.py"),
     "process bomb": Attack("process_bomb.py"),
     "thread bomb": Attack("thread_bomb.py"),
+    # The judge measures every request itself: what the kernel's process reports of its calls decides nothing.
+    "understating every call twentyfold": Attack("understate_time.py", may_pass_without_gain=True),
+    "redistributing time within a request": Attack("redistribute_time.py", may_pass_without_gain=True),
+    "scaling reported times to the slack": Attack("scale_to_slack.py", may_pass_without_gain=True),
+    "spinning while the reference is timed": Attack("spin_while_reference.py", may_pass_without_gain=True),
+    "wrong only on the case's own seed": Attack("wrong_on_case_seed.py", public_cases=True),
 }
 
 
@@ -87,15 +98,27 @@ def workload(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def hostile_solution(folder: Path, attack: Attack) -> Path:
+def hostile_solution(folder: Path, attack: Attack, workload: Path) -> Path:
+    extra = {REACH: (HOSTILE / REACH).read_text()}
+    if attack.public_cases:
+        extra["public_cases.json"] = json.dumps(public_cases(workload))
     return write_solution(
         folder,
         (HOSTILE / attack.file).read_text(),
         definition="rmsnorm_h2048",
         dps=attack.dps,
         entry_point="kernel.py::run",
-        extra_sources={REACH: (HOSTILE / REACH).read_text()},
+        extra_sources=extra,
     )
+
+
+def public_cases(workload: Path) -> list[dict[str, Any]]:
+    """The cases as a judge reads them, seeds included: all of it follows from the published definition and
+    workload, so an attacker can compute it as this does."""
+    inputs = read_inputs(DEFINITION, workload, HONEST, None)
+    job, _ = build_job(inputs, {}, None, str)
+    cases: list[dict[str, Any]] = job["cases"]
+    return cases
 
 
 def timed_evaluation(solution: Path, workload: Path, timeout: float) -> tuple[EvaluationResult, float]:
@@ -122,7 +145,8 @@ def summary(result: EvaluationResult) -> str:
 @pytest.mark.parametrize("name", list(ATTACKS))
 def test_a_hostile_solution_fails_and_the_next_evaluation_is_honest(name: str, workload: Path, tmp_path: Path) -> None:
     attack = ATTACKS[name]
-    result, elapsed = timed_evaluation(hostile_solution(tmp_path / "hostile", attack), workload, attack.timeout)
+    solution = hostile_solution(tmp_path / "hostile", attack, workload)
+    result, elapsed = timed_evaluation(solution, workload, attack.timeout)
     honest, _ = timed_evaluation(HONEST, workload, 60)
 
     assert elapsed < attack.timeout + KILL_MARGIN_SECONDS, f"{name}: {elapsed:.0f} s; {summary(result)}"

@@ -1,7 +1,8 @@
-"""The judge's own rules: reproducible first rounds, fresh inputs on request, and the control evaluation."""
+"""The judge's own rules: the case's own seed in a round drawn at random, fresh inputs on request, protocols."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tests.harness.conftest import Problem, run_harness, write_solution
@@ -22,14 +23,18 @@ def run(x, y, out):
 """
 
 
-def test_the_first_round_uses_the_case_seed_and_fresh_inputs_leave_it(add_problem: Problem, tmp_path: Path) -> None:
+def test_a_kernel_wrong_only_on_the_case_seed_fails_in_a_round_it_cannot_tell_apart(
+    add_problem: Problem, tmp_path: Path
+) -> None:
     solution = write_solution(tmp_path / "s", WRONG_ON_THE_CASE_SEED)
 
     reproducible = run_harness(add_problem, solution)
     fresh = run_harness(add_problem, solution, fresh_inputs=True)
 
     assert reproducible.status == "INCORRECT_NUMERICAL"
-    assert not (reproducible.cases[0].reason or "").startswith("round")  # the first round: no qualifier
+    # The reason names the round and the seed, so the failure can be reproduced; the round is drawn at random.
+    reason = reproducible.cases[0].reason or ""
+    assert re.match(r"round [123] of 3 \(the case's own seed, \d+\): output 'out'", reason), reason
     assert fresh.status == "PASSED", fresh.reason
 
 

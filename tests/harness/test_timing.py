@@ -1,47 +1,80 @@
-"""Timing: the reference and the solution, per case, with the real protocol (10 warm-up, 50 timed)."""
+"""Timing: the judge's own measure of each request, in pairs with the reference, with the real protocol."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.harness.conftest import Problem, run_harness, write_solution
+from tests.harness.conftest import Problem, run_harness, write_problem, write_solution
 
 MS = 1_000_000
 
+# Burns `ms` of CPU a call, whatever its clock says; and, below, sleeps as long instead.
+SPINS = """
+import time
+import torch
 
-def test_a_solution_that_sleeps_2_ms_is_timed_at_2_ms_plus_its_compute(add_problem: Problem, tmp_path: Path) -> None:
-    solution = write_solution(
-        tmp_path / "s",
-        """
-        import time
-        import torch
+def run(x, y, out):
+    end = time.thread_time_ns() + {ns}
+    while time.thread_time_ns() < end:
+        pass
+    torch.add(x, y, out=out)
+"""
+SLEEPS = """
+import time
+import torch
 
-        def run(x, y, out):
-            time.sleep(0.002)
-            torch.add(x, y, out=out)
-        """,
-    )
-    result = run_harness(add_problem, solution, warmup=10, iterations=50)
+def run(x, y, out):
+    time.sleep({seconds})
+    torch.add(x, y, out=out)
+"""
 
-    assert result.status == "PASSED"
-    assert result.protocol.model_dump() == {
+
+def test_a_call_is_measured_by_the_cpu_its_processes_used(add_problem: Problem, tmp_path: Path) -> None:
+    spins = run_harness(add_problem, write_solution(tmp_path / "spins", SPINS.format(ns=2 * MS)), iterations=20)
+    sleeps = run_harness(add_problem, write_solution(tmp_path / "sleeps", SLEEPS.format(seconds=0.002)), iterations=20)
+
+    assert spins.status == "PASSED", spins.reason
+    assert spins.protocol.model_dump() == {
         "name": "kernelindex",
         "version": "kernelindex-1",
         "correctness_rounds": 3,
-        "warmup": 10,
-        "iterations": 50,
-        "timer": "perf_counter_ns",
+        "warmup": 1,
+        "iterations": 20,
+        "timer": "cgroup_cpu_time",
         "l2_flush": "none (cpu)",
         "statistic": "median",
+        "precision": None,
+        "case_budget_s": None,
     }
-    for case in result.cases:
+    assert spins.limits.clock_check == "cpu time (cgroup, frozen between requests)"
+    for case in spins.cases:
         assert case.latency is not None and case.reference_latency is not None
-        assert case.latency.n == 50 and case.reference_latency.n == 50
-        compute = case.reference_latency.median_ns
-        # Never less than the sleep; generous above it (a shared CPU oversleeps).
-        assert 2 * MS <= case.latency.median_ns < 2 * MS + compute + 5 * MS
+        # 20 timed iterations in requests of 4 calls: 5 pairs, and at least 6.
+        assert (case.pairs, case.calls_per_request) == (6, 4)
+        assert case.latency.n == 6
+        # The spin is CPU time: never less, and the harness's own cost of a call is taken off.
+        assert 2 * MS <= case.latency.median_ns < 3 * MS
         low, high = case.latency.ci95_ns
         assert case.latency.min_ns <= low <= case.latency.median_ns <= high <= case.latency.max_ns
-    assert result.latency is not None
-    assert 2 * MS <= result.latency.median_ns < 7 * MS
-    assert result.latency.n == 100
+    # Waiting is nobody's work: a sleeping kernel is charged its compute alone, whatever its wall time.
+    assert sleeps.status == "PASSED", sleeps.reason
+    assert sleeps.latency is not None and sleeps.latency.median_ns < 1 * MS
+
+
+def test_with_a_precision_pairs_are_added_until_the_interval_is_that_narrow(tmp_path: Path) -> None:
+    # Kernel and reference alike spend 1 ms of CPU a call: every pair's ratio is near 1.
+    spinning_reference = SPINS.format(ns=MS).replace("def run(x, y, out):", "def run(x, y):").replace(
+        "    torch.add(x, y, out=out)", "    return x + y"
+    )
+    problem = write_problem(tmp_path / "problem", reference=spinning_reference)
+    solution = write_solution(tmp_path / "spins", SPINS.format(ns=MS))
+
+    result = run_harness(problem, solution, iterations=20, precision=0.25, case_budget=60)
+
+    assert result.status == "PASSED", result.reason
+    assert (result.protocol.precision, result.protocol.case_budget_s) == (0.25, 60)
+    for case in result.cases:
+        assert case.speedup is not None and case.pairs is not None and case.pairs >= 6
+        low, high = case.speedup.ci95
+        assert case.speedup.median - low <= 0.25 * case.speedup.median
+        assert high - case.speedup.median <= 0.25 * case.speedup.median

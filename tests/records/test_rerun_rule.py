@@ -27,8 +27,8 @@ from tests.results import harness_result as result
 from tests.results import speedup_result
 
 
-def decide(claim: Claim, outcome: dict[str, Any], confirmation: str | None = None, **options: Any) -> Verdict:
-    return verdict(claim, measured_from_result(outcome, confirmation), 0.10, **options)
+def decide(claim: Claim, outcome: dict[str, Any], **options: Any) -> Verdict:
+    return verdict(claim, measured_from_result(outcome), 0.10, **options)
 
 
 def test_a_rerun_within_the_tolerance_reproduces_and_records_the_rule() -> None:
@@ -62,11 +62,18 @@ def test_where_a_speedup_was_reported_the_speedups_are_compared_not_the_latencie
 
 
 def test_slower_than_claimed_within_the_spread_between_evaluations_is_inconclusive() -> None:
-    # An honest kernel rerun on a quiet host: 0.34x the reference against the 0.42x its own earlier evaluation
-    # measured, with a narrow interval. Whole evaluations of one kernel differ by up to 1.48x here.
-    decided = decide(Claim(None, 0.42, "geomean"), speedup_result([(0.34, 0.33, 0.35)]))
+    # Slower than claimed beyond the tolerance (1.2x), with a narrow interval, but not beyond what two whole
+    # evaluations of one honest kernel can differ by (RUN_TO_RUN): undecided, never wrong.
+    decided = decide(Claim(None, 0.42, "geomean"), speedup_result([(0.35, 0.345, 0.355)]))
     assert (decided.level, decided.retry) == (INCONCLUSIVE, True)
     assert "spread between whole evaluations" in decided.reason
+
+
+def test_an_inflated_claim_is_not_reproduced_at_one_and_a_half_times() -> None:
+    # A claim 1.5x the speedup the pairs measure, with the interval a quiet host gives (±5 %).
+    decided = decide(Claim(None, 1.5 * 0.8, "geomean"), speedup_result([(0.8, 0.76, 0.84)] * 3))
+    assert decided.level == NOT_REPRODUCED
+    assert "even at the fast end of its 95 % interval" in decided.reason
 
 
 def test_flashinfer_cases_reference_latencies_are_a_claimed_speedup() -> None:
@@ -81,30 +88,32 @@ def test_flashinfer_cases_reference_latencies_are_a_claimed_speedup() -> None:
     assert decide(claim, speedup_result([(4.1, 4.0, 4.2), (1.0, 0.98, 1.02)])).level == REPRODUCED
 
 
-def test_a_noisy_rerun_is_inconclusive_and_retried() -> None:
+def test_a_rerun_whose_budget_ran_out_undecided_is_inconclusive_and_retried() -> None:
     wide = decide(Claim(1000.0), result(median=1150, interval=(900, 1500)))
     assert (wide.level, wide.retry) == (INCONCLUSIVE, True)
-    assert "too noisy" in wide.reason
+    assert "the time budget ran out before it decided" in wide.reason
     # The speedup's interval, too.
     assert decide(Claim(None, 2.0), speedup_result([(1.7, 1.2, 2.2)])).level == INCONCLUSIVE
 
 
-def test_a_reference_that_drifted_between_blocks_is_inconclusive() -> None:
-    drifted = decide(Claim(None, 2.0), speedup_result([(2.0, 1.95, 2.05)], drift=1.3))
-    assert (drifted.level, drifted.retry) == (INCONCLUSIVE, True)
-    assert "drifted 1.30×" in drifted.reason
+def test_a_median_within_the_tolerance_reproduces_once_its_interval_is_narrower_than_the_tolerance() -> None:
+    # 1.06x slower than claimed, the interval ±5 %: its slow end passes the tolerance, the median does not.
+    settled = decide(Claim(None, 1.06), speedup_result([(1.0, 0.95, 1.05)]))
+    assert settled.level == REPRODUCED
+    assert "within ±5%" in settled.reason
+    # The same median with an interval of ±15 %: undecided.
+    assert decide(Claim(None, 1.06), speedup_result([(1.0, 0.85, 1.15)])).level == INCONCLUSIVE
 
 
 def test_a_claim_far_beyond_a_noisy_reruns_whole_interval_is_not_reproduced() -> None:
     # rmsnorm-row-loop's shape on a loaded two-core machine: claimed 20 times its speedup, the rerun's
-    # intervals about ±20 % wide and the reference drifting 0.82× between blocks (measured, harness 0.1.0).
+    # intervals about ±20 % wide.
     cases = [(0.16, 0.13, 0.19), (0.15, 0.12, 0.18), (0.17, 0.14, 0.2)]
-    decided = decide(Claim(None, 20 * 0.16), speedup_result(cases, drift=0.82))
+    decided = decide(Claim(None, 20 * 0.16), speedup_result(cases))
     assert decided.level == NOT_REPRODUCED
     assert "even at the fast end of its 95 % interval" in decided.reason
-    assert "0.82× drift" in decided.reason
-    # A miss of 1.5 times, within what a 2× drift could make of it: too noisy to tell.
-    assert decide(Claim(None, 1.5 * 0.16), speedup_result(cases, drift=2.0)).level == INCONCLUSIVE
+    # A miss of 1.2 times whose interval reaches within the spread between evaluations: too noisy to tell.
+    assert decide(Claim(None, 1.2 * 0.16), speedup_result(cases)).level == INCONCLUSIVE
 
 
 def test_slower_beyond_the_tolerance_with_the_claim_inside_the_interval_is_inconclusive() -> None:
@@ -116,14 +125,13 @@ def test_a_wide_interval_whose_slow_end_meets_the_claim_still_reproduces() -> No
 
 
 @pytest.mark.parametrize("status", ["INCORRECT_NUMERICAL", "INCORRECT_SHAPE", "INCORRECT_DTYPE"])
-def test_a_correctness_failure_counts_only_once_fresh_inputs_confirm_it(status: str) -> None:
-    unconfirmed = decide(Claim(1000.0), result(status))
-    assert (unconfirmed.level, unconfirmed.retry) == (INCONCLUSIVE, True)
-    assert "fresh inputs" in unconfirmed.reason
-    confirmed = decide(Claim(1000.0), result(status), confirmation="INCORRECT_NUMERICAL")
-    assert confirmed.level == NOT_REPRODUCED
-    assert "confirmed on fresh inputs" in confirmed.reason
-    assert decide(Claim(1000.0), result(status), confirmation="PASSED").level == INCONCLUSIVE
+def test_a_correctness_failure_is_the_kernels_at_once(status: str) -> None:
+    # The judge puts the case's own seed into a round drawn at random among fresh ones: a failure on either is
+    # input-dependent behaviour of the kernel's, and a wrong kernel must be convicted, not retried forever.
+    decided = decide(Claim(1000.0), result(status))
+    assert (decided.level, decided.retry) == (NOT_REPRODUCED, False)
+    assert status in decided.reason
+    assert "max abs error 0.01" in decided.reason
 
 
 @pytest.mark.parametrize("status", ["REWARD_HACK", "TIMEOUT", "OUT_OF_MEMORY", "RUNTIME_ERROR"])
@@ -150,22 +158,17 @@ def test_a_stored_result_run_is_judged_as_the_result_it_was_made_from() -> None:
     workload = make_document("Workload", "demo-rmsnorm", {"definition": {"source": "kernelindex", "name": "rmsnorm"}})
     implementation = make_document("Implementation", "rmsnorm-fast", {"name": "rmsnorm-fast"})
     of = RerunOf("abcdef123456", "sha256:" + "b" * 64, "rmsnorm", 7)
-    for outcome, confirmation in (
-        (speedup_result([(1.5, 1.45, 1.55), (0.9, 0.85, 0.95)], drift=1.02), None),
-        (result(median=1150, interval=(1100, 1200)), None),
-        (result("INCORRECT_NUMERICAL"), "INCORRECT_NUMERICAL"),
+    for outcome in (
+        speedup_result([(1.5, 1.45, 1.55), (0.9, 0.85, 0.95)]),
+        result(median=1150, interval=(1100, 1200)),
+        result("INCORRECT_NUMERICAL"),
     ):
         manifest = rerun_manifest(
-            of,
-            outcome,
-            workload=workload,
-            implementation=implementation,
-            observed_at="2026-12-01T10:00:00Z",
-            confirmation=confirmation,
+            of, outcome, workload=workload, implementation=implementation, observed_at="2026-12-01T10:00:00Z"
         )
         for claim in (Claim(1000.0), Claim(1000.0, 1.2, "mean"), Claim(1000.0, 1.3)):
             stored = measured_from_run(manifest["run"]["spec"])
-            assert verdict(claim, stored, 0.1) == decide(claim, outcome, confirmation)
+            assert verdict(claim, stored, 0.1) == decide(claim, outcome)
 
 
 def test_the_result_is_a_native_manifest_linked_to_the_original() -> None:
@@ -221,5 +224,5 @@ def test_a_pass_whose_clock_the_harness_could_not_check_decides_nothing() -> Non
     decided = decide(Claim(1000.0), unchecked)
 
     assert decided.level == INCONCLUSIVE
-    assert "could not check the kernel's clock" in decided.reason
+    assert "could not measure the kernel apart from the reference" in decided.reason
     assert decide(Claim(1000.0), checked).level == REPRODUCED

@@ -37,11 +37,11 @@ def result_on_cases(run: Run, status: str = "PASSED", median: float = 1000.0, sp
     return result
 
 
-def record_rerun(run: Run, result: dict[str, Any], confirmation: str | None = None) -> RerunRequest:
+def record_rerun(run: Run, result: dict[str, Any]) -> RerunRequest:
     """Ask for a rerun of the run and record one attempt with this harness result, as a worker does."""
     claimed = claim_rerun(request_rerun(run, user=None).pk, "tests:1")
     assert claimed is not None
     request, attempt = claimed
-    record_result(request, attempt, result, HarnessOutcome(result, "", 0.5), confirmation)
+    record_result(request, attempt, result, HarnessOutcome(result, "", 0.5))
     request.refresh_from_db()
     return request

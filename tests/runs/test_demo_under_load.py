@@ -1,8 +1,8 @@
 """The demo's reruns on a loaded machine: a real worker at the real tolerance, beside a CPU burner.
 
 An honest demo run must never end "not reproduced" because the machine is busy: its rerun either
-reproduces it or says it was too noisy to tell. The run reported twenty times too fast and the wrong run
-reported as passed end "not reproduced" all the same.
+reproduces it or says its time budget ran out undecided. The run reported twenty times too fast and the
+wrong run reported as passed end "not reproduced" all the same.
 """
 
 from __future__ import annotations
@@ -74,13 +74,14 @@ def test_on_a_loaded_machine_honest_demo_runs_are_never_refuted_and_the_wrong_on
         assert request.tolerance == 0.10
         assert request.verdict in {"reproduced", ""}, said[name]
         # The demo reports the reference's latencies beside its own, so the speedups are what is compared.
-        assert "speedup over the reference" in request.verdict_reason or "drifted" in request.verdict_reason
+        assert "speedup over the reference" in request.verdict_reason
         if request.verdict == "":
-            assert "too noisy" in request.verdict_reason or "inside its 95 % interval" in request.verdict_reason
+            undecided = ("the time budget ran out before it decided", "spread between whole evaluations")
+            assert any(words in request.verdict_reason for words in undecided), said[name]
 
     too_fast = requests["rmsnorm-row-loop"]
     assert (too_fast.state, too_fast.verdict) == ("succeeded", "not_reproduced"), said["rmsnorm-row-loop"]
     assert "geomean speedup over the reference" in too_fast.verdict_reason
     wrong = requests["softmax-exp2"]
     assert (wrong.state, wrong.verdict) == ("failed", "not_reproduced"), said["softmax-exp2"]
-    assert "confirmed on fresh inputs (INCORRECT_NUMERICAL)" in wrong.verdict_reason
+    assert "the kernel's outputs were wrong (INCORRECT_NUMERICAL)" in wrong.verdict_reason

@@ -54,12 +54,12 @@ SECRETS = (
 RUN_PAGES = ("/runs/{}", "/runs/{}.json", "/runs/{}/history", "/runs/{}/history.json", "/runs/{}/badge.svg")
 
 
-def rerun_by(run: Run, user: User, result: dict[str, Any], confirmation: str | None = None) -> RerunRequest:
+def rerun_by(run: Run, user: User, result: dict[str, Any]) -> RerunRequest:
     """A moderator asks for a rerun and a worker records one attempt with this harness result."""
     claimed = claim_rerun(request_rerun(run, user=user, reason="The claim looks fast.").pk, "tests:1")
     assert claimed is not None
     request, attempt = claimed
-    record_result(request, attempt, result, HarnessOutcome(result, "harness log line", 0.5), confirmation)
+    record_result(request, attempt, result, HarnessOutcome(result, "harness log line", 0.5))
     request.refresh_from_db()
     return request
 
@@ -73,8 +73,7 @@ def decided(demo: Callable[[str], Run]) -> dict[str, Any]:
     assert reproduced.latency_ns is not None
     verdict = rerun_by(reproduced, moderator, result_on_cases(reproduced, median=reproduced.latency_ns / 2))
     assert verdict.verdict == "reproduced"
-    confirmation = "INCORRECT_NUMERICAL"
-    rejected = rerun_by(failed, moderator, result_on_cases(failed, confirmation), confirmation=confirmation)
+    rejected = rerun_by(failed, moderator, result_on_cases(failed, "INCORRECT_NUMERICAL"))
     assert rejected.verdict == "not_reproduced"
     assert cancel_rerun(request_rerun(cancelled, user=moderator), moderator)
 

@@ -59,11 +59,11 @@ def assert_every_group_right() -> None:
         assert kept(group) == counted(group), group
 
 
-def verdict(run: Run, moderator: User, result: dict[str, Any], confirmation: str | None = None) -> RerunRequest:
+def verdict(run: Run, moderator: User, result: dict[str, Any]) -> RerunRequest:
     claimed = claim_rerun(request_rerun(run, user=moderator).pk, "tests:1")
     assert claimed is not None
     request, attempt = claimed
-    record_result(request, attempt, result, HarnessOutcome(result, "", 0.5), confirmation)
+    record_result(request, attempt, result, HarnessOutcome(result, "", 0.5))
     request.refresh_from_db()
     return request
 
@@ -84,7 +84,7 @@ def test_group_figures_follow_import_withdraw_restore_verdict_and_reevaluate(
 
     # A rerun that confirms a correctness failure: not reproduced, so no longer the group's best.
     wrong = harness_result("INCORRECT_NUMERICAL")
-    rerun = verdict(fastest, moderator, wrong, confirmation="INCORRECT_NUMERICAL")
+    rerun = verdict(fastest, moderator, wrong)
     assert rerun.verdict == "not_reproduced"
     assert_every_group_right()
     assert kept(group)[3] != fastest.run_id
@@ -106,7 +106,7 @@ def test_group_figures_follow_import_withdraw_restore_verdict_and_reevaluate(
 def test_run_counters_follow_reruns_evidence_and_notes(moderator: User, demo: Callable[[str], Run]) -> None:
     run = demo("softmax-exp2")
     assert (run.rerun_count, run.evidence_change_count, run.note_count) == (0, 0, 0)
-    verdict(run, moderator, harness_result("INCORRECT_NUMERICAL"), confirmation="INCORRECT_NUMERICAL")
+    verdict(run, moderator, harness_result("INCORRECT_NUMERICAL"))
     run.refresh_from_db()
     # The rerun's request, and the change of level it made.
     assert (run.rerun_count, run.evidence_change_count) == (1, 1)

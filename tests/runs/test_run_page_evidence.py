@@ -74,7 +74,7 @@ def record_rerun_on(run: Run, hardware: str) -> RerunRequest:
 
 def test_a_rerun_that_failed_correctness_leads_with_its_failure(client: Client, demo: Callable[[str], Run]) -> None:
     run = demo("softmax-exp2")
-    rerun = record_rerun(run, result_on_cases(run, "INCORRECT_NUMERICAL"), confirmation="INCORRECT_NUMERICAL")
+    rerun = record_rerun(run, result_on_cases(run, "INCORRECT_NUMERICAL"))
     assert rerun.verdict == "not_reproduced"
     top = section(page_html(client, run), "measurement")
     assert f"KernelIndex rerun #{rerun.pk}: no latency, it ended INCORRECT_NUMERICAL on CPU · Intel Xeon" in top
@@ -107,7 +107,7 @@ def test_case_tables_name_cases_by_axes_with_readable_errors_and_one_spelling(
     client: Client, demo: Callable[[str], Run]
 ) -> None:
     run = demo("softmax-exp2")
-    rerun = record_rerun(run, result_on_cases(run, "INCORRECT_NUMERICAL"), confirmation="INCORRECT_NUMERICAL")
+    rerun = record_rerun(run, result_on_cases(run, "INCORRECT_NUMERICAL"))
     assert rerun.result_run is not None
     html = page_html(client, run)
     reruns = section(html, "reruns")

@@ -3,9 +3,8 @@ took a third of their share and the other two the rest. A judge that checked onl
 took the median over the kernel's per-call split would see a kernel three times faster; this judge takes
 no figure from the split at all."""
 
-import torch
-
 import hostile_reach
+import torch
 
 
 def _redistributed(original):

@@ -2,9 +2,8 @@
 quarter or a third of slack. The figure is the judge's, so it gains nothing: it passes no faster than
 the honest kernel."""
 
-import torch
-
 import hostile_reach
+import torch
 
 FACTOR = 0.6
 

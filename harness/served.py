@@ -1,0 +1,339 @@
+"""The judge's link to a process it serves requests to: the kernel's, or the definition's reference's.
+
+Each served process (harness.kernel) runs in a sandbox and a cgroup of its
+own and is reached only through a `ServedLink`: the judge writes a request's
+inputs into that process's exchange and resets its outputs, thaws the group,
+sends the request down a pipe, waits for the reply, freezes the group again,
+and reads what the calls left in the exchange, copying it out at once.
+
+Every figure the link returns is the judge's own measure of the whole request
+(`Block`): the group's CPU time, read while it is frozen before and after, and
+the judge's wall clock around it. What the served process says of its own
+calls (`Call.reported_ns`) is detail. Between requests the group stays frozen,
+so nothing of the kernel's runs while the judge stages inputs, checks outputs
+or times the reference.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from harness.cgroups import FreezeError, Freezer, read_cpu_ns
+from harness.exchange import ChannelError, LineChannel, Placement, placements, slot_bytes
+from harness.tensors import DTYPES, changed_input
+
+# Calibration requests per case and side, before anything is loaded (the first, a cold start, is dropped).
+CALIBRATION_REQUESTS = 11
+
+
+class KernelFault(Exception):  # noqa: N818 (a fault, not an error of the harness)
+    """The kernel's process failed or broke the protocol: a status of its own, and the evaluation stops."""
+
+    def __init__(self, status: str, reason: str, *, stop: bool = True, ended: bool = False) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.stop = stop
+        # The kernel's process is gone: the parent, which saw how it ended, says so.
+        self.ended = ended
+
+
+@dataclass
+class Call:
+    """What one call of the kernel gave: its reported time and the outputs as found in the exchange."""
+
+    inputs: dict[str, Any]
+    reported_ns: float
+    outputs: list[Any]
+    # Why the outputs cannot be compared (a count, shape or dtype off), as a verdict, else None.
+    mismatch: tuple[str, str] | None = None
+    changed_input: str | None = None
+
+
+@dataclass
+class Block:
+    """Calls run back to back in one request, with the judge's own measures of the whole request."""
+
+    calls: list[Call]
+    # The served group's CPU time over the request (read frozen, before and after), where it has a group.
+    cpu_ns: int | None
+    wall_ns: int
+
+    @property
+    def reported_ns(self) -> float:
+        return sum(call.reported_ns for call in self.calls)
+
+
+@dataclass
+class ServedLink:
+    """The judge's side of one served process (the kernel's or the reference's): its exchange, its pipes, and
+    its cgroup's CPU meter and freezer where it has a group."""
+
+    channel: LineChannel
+    exchange: mmap.mmap
+    cpu_meter: int | None
+    dps: bool
+    freezer: Freezer | None = None
+    sequence: int = 0
+    slot: int = 0
+    timer: str = ""
+
+    @classmethod
+    def of(cls, descriptors: Mapping[str, Any], dps: bool) -> ServedLink:
+        from harness.exchange import map_exchange
+
+        freezer = Freezer(descriptors["freeze"], descriptors["frozen"]) if "freeze" in descriptors else None
+        link = cls(
+            LineChannel(descriptors["replies"], descriptors["calls"]),
+            map_exchange(descriptors["exchange"]),
+            descriptors.get("cpu_meter"),
+            dps,
+            freezer,
+        )
+        link.freeze()
+        return link
+
+    @property
+    def metered(self) -> bool:
+        """Whether the judge can measure this process's CPU time, frozen between requests (it has a cgroup)."""
+        return self.cpu_meter is not None and self.freezer is not None
+
+    def freeze(self) -> None:
+        if self.freezer is None:
+            return
+        try:
+            self.freezer.freeze()
+        except (FreezeError, OSError) as error:
+            raise KernelFault("RUNTIME_ERROR", f"the process could not be frozen between requests: {error}") from None
+
+    def thaw(self) -> None:
+        if self.freezer is not None:
+            self.freezer.thaw()
+
+    def load(self) -> list[str] | None:
+        self.thaw()
+        try:
+            reply = self._request({"op": "load"})
+        finally:
+            self.freeze()
+        # A label, not a measure: the kernel's process says which clock it times with.
+        self.timer = str(reply.get("timer"))[:40]
+        error = reply.get("error")
+        if error is None:
+            return None
+        if isinstance(error, list) and len(error) == 2 and all(isinstance(part, str) for part in error):
+            status = error[0] if error[0] in ("COMPILE_ERROR", "RUNTIME_ERROR", "OUT_OF_MEMORY") else "COMPILE_ERROR"
+            return [status, error[1][:4000]]
+        return ["REWARD_HACK", "the kernel's process answered the load with something that is not a reply"]
+
+    def probe(self) -> float:
+        """On CUDA, the served process's time for a small fixed piece of GPU work (harness.kernel `probe`): how
+        busy the GPU is with anything else. Only the reference's process is asked; its answer is trusted."""
+        self.thaw()
+        try:
+            reply = self._request({"op": "probe"})
+        finally:
+            self.freeze()
+        probe = reply.get("ns")
+        return float(probe) if isinstance(probe, (int, float)) and not isinstance(probe, bool) else float("inf")
+
+    def exit(self) -> None:
+        with contextlib.suppress(ChannelError, OSError):
+            self.thaw()
+            self.channel.send({"op": "exit"})
+
+    def cpu_ns(self) -> int | None:
+        return None if self.cpu_meter is None else read_cpu_ns(self.cpu_meter)
+
+    def slots(self, case: Mapping[str, Any]) -> int:
+        return max(len(self.exchange) // slot_bytes(case), 1)
+
+    def block(
+        self,
+        case: Mapping[str, Any],
+        input_sets: Sequence[Mapping[str, Any]],
+        *,
+        empty: bool = False,
+        slot: int | None = None,
+    ) -> Block:
+        """Write each call's inputs into the next slots (or into `slot`, for a single call), reset their outputs,
+        run them, and read back what was left."""
+        if len(input_sets) >= self.slots(case) or (slot is not None and len(input_sets) != 1):
+            raise ValueError("a block of more calls than the exchange has slots for, less one")
+        requests, prepared = [], []
+        for inputs in input_sets:
+            self.slot = (self.slot + 1) % self.slots(case) if slot is None else slot % self.slots(case)
+            request, originals, places = self._place(case, inputs, self.slot)
+            requests.append(request)
+            prepared.append((inputs, originals, places))
+        # Read frozen, so the counter is settled: the group runs only between the thaw and the freeze.
+        cpu_before = self.cpu_ns()
+        self.thaw()
+        wall_before = time.perf_counter_ns()
+        reply = self._request({"op": "calls", "calls": requests, "empty": empty})
+        wall = time.perf_counter_ns() - wall_before
+        self.freeze()
+        cpu_after = self.cpu_ns()
+        results = reply.get("results")
+        if not isinstance(results, list) or not 0 < len(results) <= len(requests):
+            raise KernelFault("REWARD_HACK", "the kernel's process replied to its calls with something else")
+        calls = [self._read(case, result, *setup) for result, setup in zip(results, prepared, strict=False)]
+        if len(calls) < len(requests):
+            raise KernelFault("REWARD_HACK", "the kernel's process answered fewer calls than it was given")
+        cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
+        return Block(calls=calls, cpu_ns=cpu, wall_ns=wall)
+
+    def _place(
+        self, case: Mapping[str, Any], inputs: Mapping[str, Any], slot: int
+    ) -> tuple[dict[str, Any], dict[str, torch.Tensor], tuple[dict[str, Placement], list[Placement]]]:
+        tensor_names = [name for name, value in inputs.items() if isinstance(value, torch.Tensor)]
+        input_places, output_places = placements(case, slot, tensor_names)
+        places = dict(zip(tensor_names, input_places, strict=True))
+        originals = {}
+        for name, place in places.items():
+            originals[name] = inputs[name].detach().to("cpu")
+            self._view(place).copy_(originals[name].reshape(place.shape))
+        for place in output_places:
+            _reset(self._view(place))
+        arguments = [
+            {"offset": places[name].offset, "shape": places[name].shape, "dtype": places[name].dtype}
+            if name in places
+            else {"value": value}
+            for name, value in inputs.items()
+        ]
+        request = {"args": arguments, "outs": [[p.offset, p.shape, p.dtype, p.nbytes] for p in output_places]}
+        return request, originals, (places, output_places)
+
+    def _read(
+        self,
+        case: Mapping[str, Any],
+        result: Any,
+        inputs: Mapping[str, Any],
+        originals: Mapping[str, torch.Tensor],
+        places: tuple[dict[str, Placement], list[Placement]],
+    ) -> Call:
+        input_places, output_places = places
+        # Copied out at once: what the kernel writes into the exchange later changes nothing.
+        found = [self._view(place).clone() for place in output_places]
+        views = {name: self._view(place) for name, place in input_places.items()}
+        if not isinstance(result, dict):
+            raise KernelFault("REWARD_HACK", "the kernel's process replied to a call with something else")
+        if result.get("error") is not None:
+            raise _fault_from(result["error"])
+        reported = result.get("ns")
+        if not isinstance(reported, (int, float)) or isinstance(reported, bool) or not 0 <= reported < 1e15:
+            raise KernelFault(
+                "REWARD_HACK", f"the kernel's process reported a time that is not one: {str(reported)[:80]}"
+            )
+        call = Call(
+            inputs=dict(inputs),
+            reported_ns=float(reported),
+            outputs=found,
+            changed_input=changed_input(originals, views),
+        )
+        if not self.dps:
+            call.mismatch = _returned_mismatch(result, case, output_places)
+        return call
+
+    def _request(self, message: dict[str, Any]) -> dict[str, Any]:
+        self.sequence += 1
+        try:
+            self.channel.send({"seq": self.sequence, **message})
+            reply = self.channel.receive()
+        except ChannelError as error:
+            if "closed" in str(error):
+                raise KernelFault("RUNTIME_ERROR", "the kernel's process ended during this call", ended=True) from None
+            raise KernelFault("REWARD_HACK", f"the kernel's process broke the call protocol: {error}") from None
+        if reply.get("seq") != self.sequence:
+            raise KernelFault("REWARD_HACK", "the kernel's process wrote a reply to no call (forged or out of order)")
+        return reply
+
+    def _view(self, place: Placement) -> torch.Tensor:
+        dtype = DTYPES[place.dtype]
+        count = place.nbytes // max(dtype.itemsize, 1)
+        if count == 0:
+            return torch.empty(place.shape, dtype=dtype)
+        return torch.frombuffer(self.exchange, dtype=dtype, count=count, offset=place.offset).view(place.shape)
+
+
+def _fault_from(error: Any) -> KernelFault:
+    if isinstance(error, list) and len(error) == 2 and all(isinstance(part, str) for part in error):
+        status = error[0] if error[0] in _KERNEL_STATUSES else "RUNTIME_ERROR"
+        # The kernel's own failure: the evaluation goes on with the next case unless it tampered.
+        return KernelFault(status, error[1][:4000], stop=status == "REWARD_HACK")
+    return KernelFault("REWARD_HACK", "the kernel's process sent an error that is not one")
+
+
+_KERNEL_STATUSES = frozenset({"RUNTIME_ERROR", "OUT_OF_MEMORY", "REWARD_HACK", "COMPILE_ERROR"})
+
+
+def _returned_mismatch(
+    reply: Mapping[str, Any], case: Mapping[str, Any], places: Sequence[Placement]
+) -> tuple[str, str] | None:
+    described = reply.get("returned")
+    count = reply.get("count")
+    if not isinstance(described, list) or not isinstance(count, int):
+        return ("REWARD_HACK", "the kernel's process replied without describing its outputs")
+    if count != len(places):
+        return ("INCORRECT_SHAPE", f"the solution returned {count} outputs, expected {len(places)}")
+    for (name, spec), place, item in zip(case["outputs"].items(), places, described, strict=False):
+        if not isinstance(item, dict):
+            return ("REWARD_HACK", "the kernel's process described an output oddly")
+        if "kind" in item and spec["shape"] is not None:
+            return ("INCORRECT_SHAPE", f"output {name!r}: got {str(item['kind'])[:40]}, expected a tensor")
+        if "kind" in item:
+            continue
+        if item.get("shape") != place.shape and not (spec["shape"] is None and item.get("shape") == []):
+            return ("INCORRECT_SHAPE", f"output {name!r}: shape {str(item.get('shape'))[:80]}, expected {place.shape}")
+        if item.get("dtype") != place.dtype:
+            return (
+                "INCORRECT_DTYPE",
+                f"output {name!r}: dtype torch.{str(item.get('dtype'))[:40]}, expected torch.{place.dtype}",
+            )
+    return None
+
+
+def _reset(view: torch.Tensor) -> None:
+    """A pattern no correct kernel leaves: NaN, an integer's largest value, all-ones bytes for packed floats."""
+    if view.dtype in (torch.float4_e2m1fn_x2, torch.float8_e4m3fn, torch.float8_e5m2):
+        view.view(torch.uint8).fill_(0xFF)
+    elif view.is_floating_point() or view.is_complex():
+        view.fill_(float("nan"))
+    elif view.dtype == torch.bool:
+        view.fill_(True)
+    else:
+        view.fill_(torch.iinfo(view.dtype).max)
+
+
+def block_size(link: ServedLink, case: Mapping[str, Any], iterations: int) -> int:
+    """Calls per request while timing: a fifth of the timed iterations, within the exchange's slots."""
+    return max(min(-(-iterations // 5), link.slots(case) - 1), 1)
+
+
+def calibrate(link: ServedLink, case: Mapping[str, Any], size: int, *, probe: bool = False) -> dict[str, float]:
+    """The harness's own cost of one request of `size` empty calls of this case, CPU and wall, as medians; with
+    `probe` (the reference's process, on CUDA), the idle GPU's probe time too."""
+    inputs = {
+        name: spec["value"]
+        if spec["source"] == "scalar"
+        else torch.zeros(spec["shape"] or [], dtype=DTYPES[spec["dtype"]])
+        for name, spec in case["inputs"].items()
+    }
+    blocks = [link.block(case, [inputs] * size, empty=True) for _ in range(CALIBRATION_REQUESTS)][1:]
+    cpu = [block.cpu_ns for block in blocks if block.cpu_ns is not None]
+    calibrated = {
+        "cpu_ns": statistics.median(cpu) if cpu else 0.0,
+        "wall_ns": statistics.median(block.wall_ns for block in blocks),
+        "calls": size,
+    }
+    if probe:
+        calibrated["probe_ns"] = statistics.median(link.probe() for _ in range(CALIBRATION_REQUESTS))
+    return calibrated
