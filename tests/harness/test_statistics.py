@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from harness.stats import latency_of, median_interval, suite_latency
+from harness.stats import latency_of, median_interval, ratio_speedup, settled, suite_latency, suite_speedup
 
 
 def test_one_cases_statistics() -> None:
@@ -33,3 +33,30 @@ def test_the_suite_is_the_geometric_mean_of_its_cases() -> None:
     assert suite.ci95_ns == pytest.approx((200.0, 200.0))
     assert suite.n == 40
     assert suite_latency([]) is None
+
+
+def test_a_cases_speedup_is_the_median_of_its_pairs_ratios_with_a_sign_test_interval() -> None:
+    ratios = [1.0 + rank / 100 for rank in range(50)]  # 1.00, 1.01, ... 1.49, shuffled below
+    speedup = ratio_speedup(ratios[::2] + ratios[1::2])
+
+    assert speedup.median == pytest.approx(1.245)
+    # The 18th and 33rd of 50 sorted ratios, as for a latency's median.
+    assert speedup.ci95 == pytest.approx((1.17, 1.32))
+
+
+def test_pairs_are_settled_once_the_interval_is_within_the_precision_either_way() -> None:
+    steady = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99]
+    assert settled(steady, 0.05)
+    assert not settled([*steady[:-2], 0.5, 1.6], 0.05)  # with 8 pairs the interval is their whole range
+    assert not settled(steady, 0.01)
+    # Without a precision the iterations asked for decide alone.
+    assert settled([0.1, 10.0], None)
+
+
+def test_the_suite_speedup_is_the_geometric_mean_of_each_bound() -> None:
+    suite = suite_speedup([ratio_speedup([2.0] * 6), ratio_speedup([8.0] * 6)])
+
+    assert suite is not None
+    assert suite.median == pytest.approx(4.0)
+    assert suite.ci95 == pytest.approx((4.0, 4.0))
+    assert suite_speedup([]) is None

@@ -63,8 +63,10 @@ def test_a_call_is_measured_by_the_cpu_its_processes_used(add_problem: Problem, 
 
 def test_with_a_precision_pairs_are_added_until_the_interval_is_that_narrow(tmp_path: Path) -> None:
     # Kernel and reference alike spend 1 ms of CPU a call: every pair's ratio is near 1.
-    spinning_reference = SPINS.format(ns=MS).replace("def run(x, y, out):", "def run(x, y):").replace(
-        "    torch.add(x, y, out=out)", "    return x + y"
+    spinning_reference = (
+        SPINS.format(ns=MS)
+        .replace("def run(x, y, out):", "def run(x, y):")
+        .replace("    torch.add(x, y, out=out)", "    return x + y")
     )
     problem = write_problem(tmp_path / "problem", reference=spinning_reference)
     solution = write_solution(tmp_path / "spins", SPINS.format(ns=MS))
