@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from records.canonical import is_digest
+from records.canonical import DIGEST_PATTERN, is_digest
 
 API_VERSION = "kernelindex.dev/v1alpha1"
 KINDS = ("BenchmarkRun", "BenchmarkProtocol", "ExecutionEnvironment", "Workload", "Implementation")
@@ -58,6 +58,9 @@ class Closed(BaseModel):
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Digest = Annotated[str, Field(min_length=71, max_length=71)]
+# How a run refers to a document: RunSpec._digest_form checks the form (its message says what is wrong); the
+# pattern says the same to readers of the JSON Schema (the API's OpenAPI document).
+ReferenceDigest = Annotated[Digest, Field(json_schema_extra={"pattern": f"^{DIGEST_PATTERN.pattern}$"})]
 
 
 class Metadata(Closed):
@@ -195,10 +198,10 @@ class CaseResult(Open):
 class RunSpec(Open):
     status: Literal["passed", "failed", "error", "timeout", "measured"]
     observedAt: NonEmpty | None = None
-    protocolDigest: Digest
-    environmentDigest: Digest
-    workloadDigest: Digest | None = None
-    implementationDigest: Digest | None = None
+    protocolDigest: ReferenceDigest
+    environmentDigest: ReferenceDigest
+    workloadDigest: ReferenceDigest | None = None
+    implementationDigest: ReferenceDigest | None = None
     timing: Timing | None = None
     sourceNative: SourceNative | None = None
     cases: list[CaseResult] | None = None

@@ -5,7 +5,7 @@ from typing import Any
 from django import forms
 from django.core.validators import RegexValidator
 
-from records.identity import RUN_ID_LENGTH
+from records.identity import RUN_ID_LENGTH, RUN_ID_PATTERN
 from records.sources import SOURCES
 from records.sources.hardware import CLASSES, UnknownHardwareClassError, hardware_class_named
 from runs.display import hardware_class_label, hardware_label
@@ -63,7 +63,7 @@ class RunIdField(forms.CharField):
 
     default_validators = [
         RegexValidator(
-            rf"^[0-9a-f]{{{RUN_ID_LENGTH}}}$",
+            f"^{RUN_ID_PATTERN.pattern}$",
             f"A run id is {RUN_ID_LENGTH} hexadecimal digits, as in a run page's address: /runs/<id>.",
         )
     ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO_MANIFESTS = ROOT / "demo" / "runs" / "reported.jsonl"
 SUBMIT_URL = "/api/v1/runs"
 JSONL = "application/x-ndjson"
+PROBLEM_JSON = "application/problem+json"
 
 
 def demo_lines() -> list[str]:
@@ -52,3 +54,17 @@ def submit(client: Client, token: tuple[ApiToken, str]) -> Submit:
         return client.post(SUBMIT_URL, body, content_type=content_type, headers=headers)
 
     return post
+
+
+def problem_in(response: Any, status: int) -> dict[str, Any]:
+    """The body of an error answer in the API's one shape, RFC 9457 problem details, checked member by member."""
+    assert response.status_code == status, response.content[:500]
+    assert response["Content-Type"] == PROBLEM_JSON, response.content[:500]
+    problem: dict[str, Any] = json.loads(response.content)
+    assert problem["type"] == "about:blank"
+    assert problem["title"] == HTTPStatus(status).phrase
+    assert problem["status"] == status
+    assert isinstance(problem["detail"], str) and problem["detail"]
+    assert problem["instance"] == response.wsgi_request.path
+    assert problem["field"] is None or isinstance(problem["field"], str)
+    return problem

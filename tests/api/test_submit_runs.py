@@ -12,7 +12,7 @@ from api.models import ApiToken, issue_token
 from api.submissions import MAX_BODY_BYTES
 from runs.models import Document, Run
 from runs.reruns import runnable_documents
-from tests.api.conftest import JSONL, SUBMIT_URL, Submit, demo_lines, demo_manifest
+from tests.api.conftest import JSONL, SUBMIT_URL, Submit, demo_lines, demo_manifest, problem_in
 from tests.conftest import SEED_MANIFEST
 
 pytestmark = pytest.mark.django_db
@@ -160,9 +160,7 @@ def test_bad_bodies_get_a_json_error_never_a_server_error(
 ) -> None:
     response = submit(body, content_type=content_type)
 
-    assert response.status_code == status, response.content
-    assert response["Content-Type"].startswith("application/json")
-    assert words in response.json()["detail"]
+    assert words in problem_in(response, status)["detail"]
     assert not Run.objects.exists()
 
 
