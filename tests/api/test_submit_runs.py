@@ -128,6 +128,19 @@ def test_a_manifest_with_foreign_digests_is_stored_under_ours_when_asked(client:
     assert run.declared_digests["protocol"].startswith("sha256:2964c5c4")
 
 
+def test_a_hardware_whose_architecture_is_null_is_stored(client: Client, token: tuple[ApiToken, str]) -> None:
+    """The schema allows `architecture: null`; the import used to fail on it with a 500 (found by Schemathesis)."""
+    manifest = demo_manifest(0)
+    manifest["environment"]["spec"]["hardware"]["architecture"] = None
+    headers = {"Authorization": f"Bearer {token[1]}"}
+
+    response = client.post(f"{SUBMIT_URL}?redigest=true", json.dumps(manifest), "application/json", headers=headers)
+
+    assert response.status_code == 201, response.content
+    run = Run.objects.get(run_id=response.json()["runs"][0]["runId"])
+    assert run.group is not None and run.group.architecture == ""
+
+
 def test_the_array_index_of_a_bad_manifest_is_named(submit: Submit) -> None:
     bad = demo_manifest(1)
     bad["environment"]["spec"]["hardware"] = {}
