@@ -36,7 +36,7 @@ from api.submissions import (
 from records.errors import RecordError
 from records.identity import RUN_ID_PATTERN
 from runs import pages, serializers
-from runs.forms import RunSearchForm, hardware_choices
+from runs.forms import HARDWARE_MAX_LENGTH, RunSearchForm
 from runs.models import Definition, RerunRequest
 from runs.selectors import (
     RerunRow,
@@ -69,13 +69,13 @@ class KernelIndexApi(NinjaAPI):
     def get_openapi_schema(self, *, path_prefix: str | None = None, path_params: Any = None) -> Any:
         """Ninja's document, plus the manifest's schemas (the request body of a submission is read by the importer,
         not by ninja, so ninja cannot know them), the error answers as problem details (api/problems.py), and the
-        parameters as the server checks them, the hardware the `gpu` filter takes included."""
+        parameters as the server checks them."""
         schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
         components = schema["components"]["schemas"]
         schemas.point_at_manifests(components)
         components.update(schemas.manifest_schemas())
         declare_problems(schema, PROBLEM_REF)
-        schemas.declare_parameters(schema, [value for value, _ in hardware_choices() if value])
+        schemas.declare_parameters(schema)
         return schema
 
 
@@ -209,7 +209,9 @@ def list_runs(
     gpu: Annotated[
         str | None,
         param.Query(
-            min_length=1, description="Runs on this hardware: a product as runs name it, one of those that have runs."
+            max_length=HARDWARE_MAX_LENGTH,
+            description="Runs on this hardware: a product as runs name it, e.g. NVIDIA B200 (one without runs "
+            "lists none).",
         ),
     ] = None,
     evidence: Annotated[EvidenceLevel | None, param.Query(description="Runs of this evidence level.")] = None,
@@ -220,7 +222,7 @@ def list_runs(
 ) -> Any:
     """Listed runs as the home page lists them: newest first, or most relevant first for a query (`q`), filtered
     by `source`, `gpu` and `evidence`. A page links the next one (`next`: the same query, `after` its cursor)."""
-    form, page = pages.run_search(request.GET, size=limit)
+    form, page = pages.run_search(request.GET, size=limit, any_hardware=True)
     if form.errors:
         errors = "; ".join(f"{name}: {' '.join(map(str, messages))}" for name, messages in form.errors.items())
         return problem_response(request, 422, f"invalid filters: {errors}", next(iter(form.errors)))

@@ -135,10 +135,9 @@ def submission_body(max_runs: int, max_bytes: int, accepted_types: list[str]) ->
 # -- parameters ----------------------------------------------------------------------
 
 
-def declare_parameters(document: dict[str, Any], hardware: list[str]) -> None:
+def declare_parameters(document: dict[str, Any]) -> None:
     """Each parameter's schema as the server checks it: a parameter left out is absent, never null (pydantic
-    says `X | None`); text holds no NUL; the `gpu` filter takes the hardware that has runs, as the home page's
-    select lists it (runs/forms.py)."""
+    says `X | None`), and text holds no NUL."""
     for operations in document["paths"].values():
         for operation in operations.values():
             for parameter in operation.get("parameters", []):
@@ -148,8 +147,6 @@ def declare_parameters(document: dict[str, Any], hardware: list[str]) -> None:
                     schema.update(options[0])
                 elif options:
                     schema["anyOf"] = options
-                if parameter["name"] == "gpu":
-                    schema["enum"] = hardware
                 if schema.get("type") == "string" and not {"pattern", "enum"} & set(schema):
                     schema["pattern"] = TEXT_IN_ADDRESS
 

@@ -11,6 +11,9 @@ from records.sources.hardware import CLASSES, UnknownHardwareClassError, hardwar
 from runs.display import hardware_class_label, hardware_label
 from runs.models import ComparisonGroup, Run, RunQuerySet
 
+# The longest product a run can name, and so the longest the API's hardware filter takes.
+HARDWARE_MAX_LENGTH = Run._meta.get_field("hardware").max_length
+
 
 def hardware_choices() -> list[tuple[str, str]]:
     """The hardware that has runs, labelled as the lists label it; read from the few group rows, not the run table."""
@@ -33,9 +36,14 @@ class RunSearchForm(forms.Form):
     gpu = forms.ChoiceField(label="Hardware", required=False)
     evidence = forms.ChoiceField(required=False, choices=[("", "any evidence"), *Run.Evidence.choices])
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, any_hardware: bool = False, **kwargs: Any) -> None:
+        """`any_hardware`: the API's filter, which takes any product (one without runs lists none), so that
+        what it accepts does not change with the data; the page's select offers the hardware that has runs."""
         kwargs.setdefault("label_suffix", "")
         super().__init__(*args, **kwargs)
+        if any_hardware:
+            self.fields["gpu"] = forms.CharField(required=False, max_length=HARDWARE_MAX_LENGTH)
+            return
         gpu = self.fields["gpu"]
         assert isinstance(gpu, forms.ChoiceField)
         gpu.choices = hardware_choices()

@@ -82,7 +82,7 @@ REFUSALS: list[tuple[str, Send, int, str | None]] = [
     ("a body over the limit", lambda c, s: s(b" " * (MAX_BODY_BYTES + 1)), 413, None),
     ("a body of another type", lambda c, s: s("<run/>", content_type="application/xml"), 415, "Content-Type"),
     ("a parameter of the wrong type (ninja)", lambda c, s: c.get("/api/v1/reruns/first"), 422, "rerun_id"),
-    ("a filter with no runs (the home page's form)", lambda c, s: c.get("/api/v1/runs", {"gpu": "ZX81"}), 422, "gpu"),
+    ("a number out of its range (ninja)", lambda c, s: c.get("/api/v1/runs", {"limit": 0}), 422, "limit"),
     ("a body that is not JSON (the importer)", lambda c, s: s('{"run": '), 422, None),
     ("a manifest missing a document (the importer)", lambda c, s: s('{"run": {}}'), 422, "protocol"),
 ]
