@@ -141,6 +141,26 @@ def test_a_hardware_whose_architecture_is_null_is_stored(client: Client, token: 
     assert run.group is not None and run.group.architecture == ""
 
 
+def test_a_reference_to_a_stored_document_of_another_kind_is_not_served_as_one(
+    client: Client, token: tuple[ApiToken, str]
+) -> None:
+    """A run may refer to documents it does not carry; one whose implementationDigest named a stored protocol
+    was served with that protocol as its implementation (found by Schemathesis)."""
+    headers = {"Authorization": f"Bearer {token[1]}"}
+    stored = client.post(SUBMIT_URL, demo_lines()[0], "application/json", headers=headers).json()["runs"][0]
+    protocol_digest = Run.objects.get(run_id=stored["runId"]).protocol_digest
+    manifest = demo_manifest(1)
+    del manifest["implementation"]
+    manifest["run"]["spec"]["implementationDigest"] = protocol_digest
+
+    response = client.post(SUBMIT_URL, json.dumps(manifest), "application/json", headers=headers)
+
+    assert response.status_code == 201, response.content
+    served = client.get(f"/api/v1/runs/{response.json()['runs'][0]['runId']}").json()["manifest"]
+    assert served["run"]["spec"]["implementationDigest"] == protocol_digest
+    assert "implementation" not in served
+
+
 def test_the_array_index_of_a_bad_manifest_is_named(submit: Submit) -> None:
     bad = demo_manifest(1)
     bad["environment"]["spec"]["hardware"] = {}
