@@ -58,6 +58,7 @@ Send = Callable[[Client, Submit], Any]
 REFUSALS: list[tuple[str, Send, int, str | None]] = [
     ("NUL in the query (the malformed-request guard)", lambda c, s: c.get("/api/v1/runs", {"q": "a\x00"}), 400, "q"),
     ("NUL in the path", lambda c, s: c.get("/api/v1/runs/%00"), 400, None),
+    ("bytes that are not UTF-8 in an id", lambda c, s: c.get("/api/v1/runs/%FF%FE"), 422, "run_id"),
     (
         "a body in another charset",
         lambda c, s: s(demo_lines()[0], content_type="application/json; charset=latin-1"),
@@ -116,6 +117,15 @@ def test_a_refusal_keeps_the_headers_that_say_how_to_recover(
     refused = submit(demo_lines()[1])
     problem_in(refused, 429)
     assert refused["Retry-After"] == str(window - 600)
+
+
+def test_a_query_string_that_is_not_utf8_is_read_not_refused(client: Client) -> None:
+    """Django reads undecodable bytes as U+FFFD; the search finds nothing, in JSON like any other."""
+    response = client.get("/api/v1/runs?q=%FF%FE&gpu=%C3%28")
+
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json; charset=utf-8"
+    assert response.json()["runs"] == []
 
 
 def test_a_refusal_to_head_has_no_body(client: Client) -> None:
