@@ -161,6 +161,20 @@ def test_a_reference_to_a_stored_document_of_another_kind_is_not_served_as_one(
     assert "implementation" not in served
 
 
+@pytest.mark.parametrize("role", ["run", "protocol", "environment"])
+def test_a_required_document_that_is_null_is_refused_as_missing(submit: Submit, role: str) -> None:
+    """`"environment": null` passed the check for a missing document and failed later with a 500 (found by
+    Schemathesis)."""
+    manifest = demo_manifest(0)
+    manifest[role] = None
+
+    response = submit(json.dumps([manifest]))
+
+    refused = problem_in(response, 422)
+    assert (refused["field"], refused["manifest"]) == (f"[0].{role}", 0)
+    assert "missing" in refused["message"]
+
+
 def test_the_array_index_of_a_bad_manifest_is_named(submit: Submit) -> None:
     bad = demo_manifest(1)
     bad["environment"]["spec"]["hardware"] = {}
