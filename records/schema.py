@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -219,8 +219,15 @@ class RunSpec(Open):
         if value is None:
             return None
         parsed = _parse_timestamp(value)
-        if parsed.tzinfo is None:
+        offset = parsed.utcoffset()
+        if offset is None:
             raise ValueError("must carry a timezone, e.g. 2026-04-20T20:30:41.723Z")
+        if not EARLIEST_OFFSET <= offset <= LATEST_OFFSET:
+            raise ValueError("must carry a UTC offset between -12:00 and +14:00, as every time zone does")
+        try:
+            parsed.astimezone(UTC)
+        except OverflowError:
+            raise ValueError("must fall between the years 1 and 9999 in UTC") from None
         return value
 
     @model_validator(mode="after")
@@ -228,6 +235,11 @@ class RunSpec(Open):
         if self.status in RANKABLE_STATUSES and self.timing is None:
             raise ValueError(f"a {self.status} run needs timing.latencyNs")
         return self
+
+
+# The offsets time zones have. ISO 8601 writes up to ±23:59, which PostgreSQL refuses to store beyond ±15:59.
+EARLIEST_OFFSET = timedelta(hours=-12)
+LATEST_OFFSET = timedelta(hours=14)
 
 
 def _parse_timestamp(value: str) -> datetime:

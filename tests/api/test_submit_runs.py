@@ -175,6 +175,29 @@ def test_a_required_document_that_is_null_is_refused_as_missing(submit: Submit, 
     assert "missing" in refused["message"]
 
 
+@pytest.mark.parametrize(
+    ("observed_at", "words"),
+    [
+        ("2026-04-20T20:30:41", "must carry a timezone"),
+        ("9999-12-31T23:59:59-23:59", "between -12:00 and +14:00"),
+        ("0001-01-01T00:00:00+14:00", "between the years 1 and 9999 in UTC"),
+    ],
+)
+def test_a_time_no_time_zone_has_or_outside_the_calendar_is_refused(
+    submit: Submit, client: Client, observed_at: str, words: str
+) -> None:
+    """Such times were stored (or failed to be, with a 500), and a run stored before year 1 in UTC made every
+    list that held it fail with a 500 (found by Schemathesis)."""
+    manifest = demo_manifest(0)
+    manifest["run"]["spec"]["observedAt"] = observed_at
+
+    refused = problem_in(submit(json.dumps(manifest)), 422)
+
+    assert refused["field"] == "run.spec.observedAt"
+    assert words in refused["message"]
+    assert client.get("/api/v1/runs").json()["runs"] == []
+
+
 def test_the_array_index_of_a_bad_manifest_is_named(submit: Submit) -> None:
     bad = demo_manifest(1)
     bad["environment"]["spec"]["hardware"] = {}
