@@ -38,6 +38,22 @@ RUN_STATUSES = ("passed", "failed", "error", "timeout", "measured")
 RANKABLE_STATUSES = ("passed", "measured")
 
 NonEmpty = Annotated[str, Field(min_length=1, max_length=500)]
+# What the index keeps in columns of their own (runs/models.py takes these lengths from here): a value longer
+# than its column is refused with the field's name, not left to fail where it is stored.
+SOURCE_MAX_LENGTH = 32
+EXTERNAL_ID_MAX_LENGTH = 255
+STATISTIC_MAX_LENGTH = 32
+PRODUCT_MAX_LENGTH = 200
+ARCHITECTURE_MAX_LENGTH = 32
+FAMILY_MAX_LENGTH = 100
+HARNESS_MAX_LENGTH = 200
+HARNESS_VERSION_MAX_LENGTH = 100
+DEFINITION_NAME_MAX_LENGTH = 255
+DEFINITION_ID_MAX_LENGTH = 64
+SourceKey = Annotated[str, Field(min_length=1, max_length=SOURCE_MAX_LENGTH)]
+Statistic = Annotated[str, Field(min_length=1, max_length=STATISTIC_MAX_LENGTH)]
+DefinitionName = Annotated[str, Field(min_length=1, max_length=DEFINITION_NAME_MAX_LENGTH)]
+DefinitionId = Annotated[str, Field(min_length=1, max_length=DEFINITION_ID_MAX_LENGTH)]
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@/+:=-]*$")
 NAME_MAX_LENGTH = 253
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX_LENGTH, pattern=NAME_PATTERN.pattern)]
@@ -73,13 +89,13 @@ class Metadata(Closed):
 
 
 class Harness(Open):
-    name: NonEmpty
-    version: NonEmpty
+    name: Annotated[str, Field(min_length=1, max_length=HARNESS_MAX_LENGTH)]
+    version: Annotated[str, Field(min_length=1, max_length=HARNESS_VERSION_MAX_LENGTH)]
 
 
 class Measurement(Open):
     timer: NonEmpty
-    primaryStatistic: NonEmpty
+    primaryStatistic: Statistic
 
 
 class Correctness(Open):
@@ -88,7 +104,7 @@ class Correctness(Open):
 
 
 class Comparability(Open):
-    family: NonEmpty
+    family: Annotated[str, Field(min_length=1, max_length=FAMILY_MAX_LENGTH)]
     notes: str | None = None
 
 
@@ -104,8 +120,8 @@ class ProtocolSpec(Open):
 
 class Hardware(Open):
     vendor: NonEmpty
-    product: NonEmpty
-    architecture: NonEmpty | None = None
+    product: Annotated[str, Field(min_length=1, max_length=PRODUCT_MAX_LENGTH)]
+    architecture: Annotated[str, Field(min_length=1, max_length=ARCHITECTURE_MAX_LENGTH)] | None = None
 
 
 class Software(Open):
@@ -121,9 +137,9 @@ class EnvironmentSpec(Open):
 
 
 class DefinitionRef(Open):
-    source: NonEmpty
-    name: NonEmpty
-    id: NonEmpty | None = None
+    source: SourceKey
+    name: DefinitionName
+    id: DefinitionId | None = None
 
 
 class WorkloadCase(Open):
@@ -160,7 +176,7 @@ class ImplementationSpec(Open):
 
 class Timing(Open):
     latencyNs: dict[str, NonNegative]
-    primaryStatistic: NonEmpty
+    primaryStatistic: Statistic
 
     @model_validator(mode="after")
     def _primary_is_measured(self) -> Timing:
@@ -173,10 +189,11 @@ class Timing(Open):
 
 
 class SourceNative(Open):
-    source: NonEmpty
-    externalId: NonEmpty
-    benchmark: NonEmpty | None = None
+    source: SourceKey
+    externalId: Annotated[str, Field(min_length=1, max_length=EXTERNAL_ID_MAX_LENGTH)]
+    benchmark: DefinitionName | None = None
     metrics: dict[str, Any] = Field(default_factory=dict)
+    kernelId: DefinitionId | None = None
 
     @field_validator("metrics")
     @classmethod

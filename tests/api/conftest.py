@@ -47,11 +47,15 @@ Submit = Callable[..., Any]
 
 @pytest.fixture
 def submit(client: Client, token: tuple[ApiToken, str]) -> Submit:
-    """POST a body to /api/v1/runs with the token (or `secret=`, None for no Authorization header)."""
+    """POST a body to /api/v1/runs with the token (or `secret=`, None for no Authorization header), with
+    `redigest=True` as ?redigest=true."""
 
-    def post(body: str | bytes, content_type: str = "application/json", secret: str | None = token[1]) -> Any:
+    def post(
+        body: str | bytes, content_type: str = "application/json", secret: str | None = token[1], redigest: bool = False
+    ) -> Any:
         headers = {"Authorization": f"Bearer {secret}"} if secret is not None else {}
-        return client.post(SUBMIT_URL, body, content_type=content_type, headers=headers)
+        url = f"{SUBMIT_URL}?redigest=true" if redigest else SUBMIT_URL
+        return client.post(url, body, content_type=content_type, headers=headers)
 
     return post
 
