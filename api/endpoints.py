@@ -8,10 +8,11 @@ runs adds keyset pagination to the home page's filters (runs/forms.py).
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
+from django import forms
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import NinjaAPI, Router, Status
 from ninja.errors import AuthenticationError, ValidationError
@@ -21,11 +22,22 @@ from ninja.security import HttpBearer
 from api import schemas
 from api.docs import ServerSideDocs
 from api.models import ApiToken, authenticate_token
-from api.submissions import MAX_BODY_BYTES, MAX_RUNS, OutOfScopeError, SubmissionRefusedError, problem, submit
+from api.problems import SubmissionProblem, declare_problems, problem_response, problems
+from api.schemas import DIGEST, PROBLEM_REF, EvidenceLevel, SourceName, follow
+from api.submissions import (
+    ACCEPTED_TYPES,
+    MAX_BODY_BYTES,
+    MAX_RUNS,
+    OutOfScopeError,
+    SubmissionRefusedError,
+    refusal,
+    submit,
+)
 from records.errors import RecordError
-from records.sources import SOURCES
+from records.identity import RUN_ID_PATTERN
 from runs import pages, serializers
-from runs.models import RerunRequest, Run
+from runs.forms import HARDWARE_MAX_LENGTH, RunSearchForm
+from runs.models import Definition, RerunRequest
 from runs.selectors import (
     RerunRow,
     document_value,
@@ -41,16 +53,29 @@ from web import ratelimit
 RATE_WINDOW_SECONDS = 3600
 # The most runs one page of the list may hold.
 MAX_LIMIT = 500
+# The forms of the parameters, read where the server enforces them.
+QUERY_MAX_LENGTH = cast(int, cast(forms.CharField, RunSearchForm.base_fields["q"]).max_length)
+DEFINITION_NAME_MAX_LENGTH = cast(int, Definition._meta.get_field("name").max_length)
+# Primary keys are 64-bit.
+MAX_ID = 2**63 - 1
+
+
+def linked(*statuses: int, **links: dict[str, Any]) -> dict[str, Any]:
+    """An operation's `openapi_extra` that says where its answers lead (OpenAPI links, made by schemas.follow)."""
+    return {"responses": {status: {"links": links} for status in statuses}}
 
 
 class KernelIndexApi(NinjaAPI):
     def get_openapi_schema(self, *, path_prefix: str | None = None, path_params: Any = None) -> Any:
         """Ninja's document, plus the manifest's schemas (the request body of a submission is read by the importer,
-        not by ninja, so ninja cannot know them)."""
+        not by ninja, so ninja cannot know them), the error answers as problem details (api/problems.py), and the
+        parameters as the server checks them."""
         schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
         components = schema["components"]["schemas"]
         schemas.point_at_manifests(components)
         components.update(schemas.manifest_schemas())
+        declare_problems(schema, PROBLEM_REF)
+        schemas.declare_parameters(schema)
         return schema
 
 
@@ -75,9 +100,8 @@ api = KernelIndexApi(
 @api.exception_handler(AuthenticationError)
 def unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
     presented = bool(request.headers.get("Authorization"))
-    response = JsonResponse(
-        {"detail": "unknown or revoked token" if presented else "send Authorization: Bearer <token>"}, status=401
-    )
+    detail = "unknown or revoked token" if presented else "send Authorization: Bearer <token>"
+    response = problem_response(request, 401, detail, "Authorization")
     # RFC 6750: the scheme, and what was wrong with a token that was sent.
     response["WWW-Authenticate"] = 'Bearer realm="KernelIndex API"' + (', error="invalid_token"' if presented else "")
     return response
@@ -85,35 +109,21 @@ def unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse
 
 @api.exception_handler(Http404)
 def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
-    return JsonResponse({"detail": str(exc) or "not found"}, status=404)
+    return problem_response(request, 404, str(exc) or "not found")
 
 
 @api.exception_handler(ValidationError)
 def invalid_parameters(request: HttpRequest, exc: ValidationError) -> HttpResponse:
-    """A parameter of the wrong type, said in words as every other error is (ninja would send a list)."""
-    errors = "; ".join(f"{'.'.join(map(str, error['loc'][1:]))}: {error['msg']}" for error in exc.errors)
-    return _problem(422, errors)
-
-
-def _problem(status: int, detail: str) -> JsonResponse:
-    return JsonResponse({"detail": detail}, status=status)
+    """A parameter of the wrong type, said in words as every other error is (ninja would send a list); `field`
+    names the first."""
+    names = [".".join(map(str, error["loc"][1:])) for error in exc.errors]
+    errors = "; ".join(f"{name}: {error['msg']}" for name, error in zip(names, exc.errors, strict=True))
+    return problem_response(request, 422, errors, names[0] if names else None)
 
 
 # -- submissions ---------------------------------------------------------------------
 
-SUBMISSION_BODY = {
-    "required": True,
-    "description": f"A native manifest, a JSON array of them, or JSON lines of them (at most {MAX_RUNS} runs and "
-    f"{MAX_BODY_BYTES} bytes). Without a content type, the content tells which.",
-    "content": {
-        "application/json": {
-            "schema": {
-                "oneOf": [{"$ref": schemas.MANIFEST_REF}, {"type": "array", "items": {"$ref": schemas.MANIFEST_REF}}]
-            }
-        },
-        "application/x-ndjson": {"schema": {"type": "string", "description": "One Manifest per line."}},
-    },
-}
+SUBMISSION_BODY = schemas.submission_body(MAX_RUNS, MAX_BODY_BYTES, ACCEPTED_TYPES)
 
 
 @api.post(
@@ -124,14 +134,13 @@ SUBMISSION_BODY = {
     response={
         200: schemas.Submission,
         201: schemas.Submission,
-        401: schemas.Problem,
-        403: schemas.SubmissionProblem,
-        413: schemas.Problem,
-        415: schemas.Problem,
-        422: schemas.SubmissionProblem,
-        429: schemas.Problem,
+        **problems(401, 413, 415, 429),
+        **problems(403, 422, model=SubmissionProblem),
     },
-    openapi_extra={"requestBody": SUBMISSION_BODY},
+    openapi_extra={
+        "requestBody": SUBMISSION_BODY,
+        **linked(200, 201, run=follow("getRun", run_id="$response.body#/runs/0/runId")),
+    },
 )
 def submit_runs(
     request: HttpRequest,
@@ -152,16 +161,18 @@ def submit_runs(
     token: ApiToken = request.auth  # type: ignore[attr-defined]
     limit = settings.API_SUBMISSIONS_PER_HOUR
     if wait := ratelimit.take(f"api:submissions:{token.pk}", limit, RATE_WINDOW_SECONDS):
-        response = _problem(429, f"more than {limit} submissions an hour with this token; try again later")
+        detail = f"more than {limit} submissions an hour with this token; try again later"
+        response = problem_response(request, 429, detail)
         response["Retry-After"] = str(wait)
         return response
     try:
         accepted = submit(request, token, redigest=redigest)
     except SubmissionRefusedError as refused:
-        return _problem(refused.status, refused.detail)
+        return problem_response(request, refused.status, refused.detail, refused.field)
     except RecordError as error:
         status = 403 if isinstance(error, OutOfScopeError) else 422
-        return JsonResponse(problem(error), status=status)
+        said = refusal(error)
+        return problem_response(request, status, said.detail, said.field, **said.place)
     runs = [
         {
             "runId": run_id,
@@ -179,15 +190,31 @@ def submit_runs(
 # -- reads ---------------------------------------------------------------------------
 
 
-@api.get("/runs", operation_id="listRuns", summary="List runs", response={200: schemas.RunPage, 422: schemas.Problem})
+@api.get(
+    "/runs",
+    operation_id="listRuns",
+    summary="List runs",
+    response={200: schemas.RunPage, **problems(422)},
+    openapi_extra=linked(200, run=follow("getRun", run_id="$response.body#/runs/0/runId")),
+)
 def list_runs(
     request: HttpRequest,
     q: Annotated[
-        str | None, param.Query(description="Search: a run id, a definition, implementation or project.")
+        str | None,
+        param.Query(
+            max_length=QUERY_MAX_LENGTH, description="Search: a run id, a definition, implementation or project."
+        ),
     ] = None,
-    source: Annotated[str | None, param.Query(description=f"One of {', '.join(SOURCES)}.")] = None,
-    gpu: Annotated[str | None, param.Query(description="A GPU product as runs name it, e.g. NVIDIA B200.")] = None,
-    evidence: Annotated[str | None, param.Query(description=f"One of {', '.join(Run.Evidence.values)}.")] = None,
+    source: Annotated[SourceName | None, param.Query(description="Runs of this source.")] = None,
+    gpu: Annotated[
+        str | None,
+        param.Query(
+            max_length=HARDWARE_MAX_LENGTH,
+            description="Runs on this hardware: a product as runs name it, e.g. NVIDIA B200 (one without runs "
+            "lists none).",
+        ),
+    ] = None,
+    evidence: Annotated[EvidenceLevel | None, param.Query(description="Runs of this evidence level.")] = None,
     after: Annotated[str | None, param.Query(description="The cursor of the page before (from `next`).")] = None,
     limit: Annotated[
         int | None, param.Query(ge=1, le=MAX_LIMIT, description="Runs a page (the home page's number when left out).")
@@ -195,17 +222,28 @@ def list_runs(
 ) -> Any:
     """Listed runs as the home page lists them: newest first, or most relevant first for a query (`q`), filtered
     by `source`, `gpu` and `evidence`. A page links the next one (`next`: the same query, `after` its cursor)."""
-    form, page = pages.run_search(request.GET, size=limit)
+    form, page = pages.run_search(request.GET, size=limit, any_hardware=True)
     if form.errors:
         errors = "; ".join(f"{name}: {' '.join(map(str, messages))}" for name, messages in form.errors.items())
-        return _problem(422, f"invalid filters: {errors}")
+        return problem_response(request, 422, f"invalid filters: {errors}", next(iter(form.errors)))
     return serializers.search_json(request, form, page)
 
 
 @api.get(
-    "/runs/{run_id}", operation_id="getRun", summary="A run", response={200: schemas.RunDetail, 404: schemas.Problem}
+    "/runs/{run_id}",
+    operation_id="getRun",
+    summary="A run",
+    response={200: schemas.RunDetail, **problems(404, 422)},
+    openapi_extra=linked(
+        200,
+        definition=follow("getDefinition", source="$response.body#/source", name="$response.body#/definition"),
+        rerun=follow("getRerun", rerun_id="$response.body#/manifest/reruns/0/id"),
+    ),
 )
-def get_run(request: HttpRequest, run_id: str) -> Any:
+def get_run(
+    request: HttpRequest,
+    run_id: Annotated[str, param.Path(pattern=f"^{RUN_ID_PATTERN.pattern}$", description="The run's permalink id.")],
+) -> Any:
     """A run's summary, and its canonical manifest with its evidence and reruns, as its `.json` twin serves it."""
     run = get_run_or_404(run_id)
     documents = run_documents(run)
@@ -225,9 +263,15 @@ def get_run(request: HttpRequest, run_id: str) -> Any:
     "/groups/{key}",
     operation_id="getGroup",
     summary="A comparison group",
-    response={200: schemas.Group, 404: schemas.Problem},
+    response={200: schemas.Group, **problems(404, 422)},
+    openapi_extra=linked(200, run=follow("getRun", run_id="$response.body#/runs/0/runId")),
 )
-def get_group(request: HttpRequest, key: str, after: str | None = None, run: str = "") -> Any:
+def get_group(
+    request: HttpRequest,
+    key: Annotated[str, param.Path(pattern=DIGEST, description="The group's comparison key.")],
+    after: Annotated[str | None, param.Query(description="The cursor of the page before (from `next`).")] = None,
+    run: Annotated[str, param.Query(description="A run id to highlight; another run's is ignored.")] = "",
+) -> Any:
     """A comparison group's leaderboard as its page shows it, a page at a time (follow `next`); `run` highlights one."""
     return serializers.group_json(request, pages.group_page(get_group_or_404(key), after, run))
 
@@ -236,9 +280,16 @@ def get_group(request: HttpRequest, key: str, after: str | None = None, run: str
     "/definitions/{source}/{path:name}",
     operation_id="getDefinition",
     summary="A definition",
-    response={200: schemas.Definition, 404: schemas.Problem},
+    response={200: schemas.Definition, **problems(404, 422)},
+    openapi_extra=linked(200, group=follow("getGroup", key="$response.body#/groups/0/key")),
 )
-def get_definition(request: HttpRequest, source: str, name: str) -> Any:
+def get_definition(
+    request: HttpRequest,
+    source: Annotated[SourceName, param.Path(description="The source that publishes it.")],
+    name: Annotated[
+        str, param.Path(min_length=1, max_length=DEFINITION_NAME_MAX_LENGTH, description="Its name, slashes and all.")
+    ],
+) -> Any:
     """A benchmark definition, its cases and its comparison groups. Names may hold slashes."""
     return serializers.definition_json(pages.definition_page(get_definition_or_404(source, name)))
 
@@ -247,9 +298,16 @@ def get_definition(request: HttpRequest, source: str, name: str) -> Any:
     "/reruns/{rerun_id}",
     operation_id="getRerun",
     summary="A rerun",
-    response={200: schemas.Rerun, 404: schemas.Problem},
+    response={200: schemas.Rerun, **problems(404, 422)},
+    openapi_extra=linked(
+        200,
+        run=follow("getRun", run_id="$response.body#/run/runId"),
+        result=follow("getRun", run_id="$response.body#/resultRun/runId"),
+    ),
 )
-def get_rerun(request: HttpRequest, rerun_id: int) -> Any:
+def get_rerun(
+    request: HttpRequest, rerun_id: Annotated[int, param.Path(ge=1, le=MAX_ID, description="The rerun's number.")]
+) -> Any:
     """A controlled rerun: its state, verdict and the run it produced, as the run page lists it."""
     found = RerunRequest.objects.select_related("run", "result_run").filter(pk=rerun_id).first()
     if found is None:

@@ -9,17 +9,43 @@ serves as they are; fields a serializer adds later pass through (extra="allow").
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import models_json_schema
 
+from records.canonical import DIGEST_PATTERN
 from records.manifest import INDEX_MEMBERS, MANIFEST_ROLES, REQUIRED_ROLES
-from records.schema import ROLES, SPEC_MODELS, Closed, Envelope
+from records.schema import REFERENCE_FIELDS, ROLES, SPEC_MODELS, Closed, Envelope
+from records.sources import SOURCES
+from records.sources.hardware import CLASSES
+from runs.models import RerunRequest, Run
+from web.middleware import NUL
 
 REF_TEMPLATE = "#/components/schemas/{model}"
 MANIFEST_REF = REF_TEMPLATE.format(model="Manifest")
+PROBLEM_REF = REF_TEMPLATE.format(model="Problem")
+
+# -- closed sets, each read from the one registry the server checks against ------------------------------------
+
+if TYPE_CHECKING:
+    # Literals made at run time are strings to a type checker.
+    SourceName: TypeAlias = str
+    EvidenceLevel: TypeAlias = str
+    RerunState: TypeAlias = str
+    HardwareClassName: TypeAlias = str
+    DocumentRole: TypeAlias = str
+else:
+    SourceName = Literal[tuple(SOURCES)]
+    EvidenceLevel = Literal[tuple(Run.Evidence.values)]
+    RerunState = Literal[tuple(RerunRequest.State.values)]
+    # A rerun is only ever requested on a registered class (runs.reruns.request_rerun), and a worker serves one.
+    HardwareClassName = Literal[tuple(CLASSES)]
+    DocumentRole = Literal[tuple(REFERENCE_FIELDS)]
+DIGEST = f"^{DIGEST_PATTERN.pattern}$"
+# Text with no NUL: what every string parameter may hold (web.middleware refuses a NUL anywhere in an address).
+TEXT_IN_ADDRESS = f"^[^\\x{ord(NUL):02x}]*$"
 
 
 # -- manifests -----------------------------------------------------------------------
@@ -37,16 +63,20 @@ def _document_model(role: str) -> type[BaseModel]:
     )
 
 
+class Provenance(Closed):
+    """What records.manifest reads as a manifest's provenance: the digests its run declared under another
+    recipe, by the role of the document."""
+
+    declared_digests: dict[DocumentRole, Annotated[str, Field(pattern=DIGEST)]] = Field(alias="declaredDigests")
+
+
 def _manifest_model() -> type[BaseModel]:
     """The members records.manifest.manifest_item accepts: the documents by role, provenance, and the index's own."""
     members: dict[str, Any] = {}
     for role in MANIFEST_ROLES:
         document = _document_model(role)
         members[role] = (document, ...) if role in REQUIRED_ROLES else (document | None, None)
-    members["provenance"] = (
-        dict[str, dict[str, str]] | None,
-        Field(None, description="{declaredDigests: {role: digest}}: digests declared under another recipe."),
-    )
+    members["provenance"] = (Provenance | None, None)
     for name in INDEX_MEMBERS:
         members[name] = (Any, Field(None, description="What KernelIndex derives itself; an import ignores it."))
     return create_model(
@@ -67,7 +97,8 @@ ManifestJson = Annotated[dict[str, Any], Field(json_schema_extra={MANIFEST_MARK:
 
 
 def manifest_schemas() -> dict[str, Any]:
-    """The JSON schemas of a manifest and of everything in it, by name, for the OpenAPI components."""
+    """The JSON schemas of a manifest and of everything in it, by name, for the OpenAPI components: the records'
+    own models (records/schema.py), their patterns and limits included."""
     _, top = models_json_schema([(Manifest, "validation")], ref_template=REF_TEMPLATE)
     schemas: dict[str, Any] = top["$defs"]
     return schemas
@@ -81,6 +112,51 @@ def point_at_manifests(components: dict[str, Any]) -> None:
                 schema["properties"][name] = {"allOf": [{"$ref": MANIFEST_REF}], "description": prop.get("description")}
 
 
+def submission_body(max_runs: int, max_bytes: int, accepted_types: list[str]) -> dict[str, Any]:
+    """The request body of a submission, as api/submissions.py reads it."""
+    manifests = {
+        "oneOf": [{"$ref": MANIFEST_REF}, {"type": "array", "items": {"$ref": MANIFEST_REF}, "maxItems": max_runs}]
+    }
+    lines = {"type": "string", "maxLength": max_bytes, "description": "One Manifest per line."}
+    return {
+        "required": True,
+        "description": f"A native manifest, a JSON array of them, or JSON lines of them: at most {max_runs} runs "
+        f"and {max_bytes} bytes (larger is 413). Without a content type, or as text/plain, the content tells "
+        "which; a type other than these is 415. Each run's digests must be those of its documents (as "
+        "`sha256:` + the hex sha256 of their RFC 8785 form), unless `redigest` is set; the run's source and "
+        "project must be the token's (else 403).",
+        "content": {
+            content_type: {"schema": manifests if content_type == "application/json" else lines}
+            for content_type in accepted_types
+        },
+    }
+
+
+# -- parameters ----------------------------------------------------------------------
+
+
+def declare_parameters(document: dict[str, Any]) -> None:
+    """Each parameter's schema as the server checks it: a parameter left out is absent, never null (pydantic
+    says `X | None`), and text holds no NUL."""
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                schema = parameter["schema"]
+                options = [option for option in schema.pop("anyOf", []) if option.get("type") != "null"]
+                if len(options) == 1:
+                    schema.update(options[0])
+                elif options:
+                    schema["anyOf"] = options
+                if schema.get("type") == "string" and not {"pattern", "enum"} & set(schema):
+                    schema["pattern"] = TEXT_IN_ADDRESS
+
+
+def follow(operation_id: str, **parameters: str) -> dict[str, Any]:
+    """An OpenAPI link: the operation that a response's values lead to (clients, and the stateful tests of
+    tests/api/test_schemathesis.py, follow it)."""
+    return {"operationId": operation_id, "parameters": parameters}
+
+
 # -- responses -----------------------------------------------------------------------
 
 
@@ -88,20 +164,6 @@ class Out(BaseModel):
     """A JSON body as runs/serializers.py spells it (camelCase)."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
-
-
-class Problem(Out):
-    detail: str = Field(description="What went wrong, in words.")
-
-
-class SubmissionProblem(Problem):
-    """A submission refused; nothing of it was stored. Where a manifest was at fault, where in it."""
-
-    line: int | None = Field(None, description="The JSONL line (1-based); null for a JSON document.")
-    manifest: int | None = Field(None, description="The manifest's index in a JSON array (0-based); else null.")
-    document: str | None = Field(None, description="The manifest member at fault: run, protocol, environment, …")
-    field: str | None = Field(None, description="The dotted path to the field, as the importer names it.")
-    message: str | None = Field(None, description="The importer's message, without the place.")
 
 
 class SubmittedRun(Out):
@@ -121,14 +183,14 @@ class Submission(Out):
 class RunSummary(Out):
     run_id: str
     url: str
-    source: str
+    source: SourceName
     external_id: str
     digest: str
     definition: str | None
     implementation: str
     hardware: str
     status: str
-    evidence: str = Field(description="reported, reproduced or not_reproduced.")
+    evidence: EvidenceLevel
     primary_statistic: str
     latency_ns: float | None
     source_score: float | None
@@ -228,13 +290,13 @@ class ResultRun(RunLink):
 class Rerun(Out):
     id: int
     run: RunLink = Field(description="The run this rerun checks.")
-    state: str
+    state: RerunState
     verdict: str | None
     verdict_reason: str | None
     rule_version: int | None
     tolerance: float | None
     counts_for_evidence: bool
-    hardware: str
+    hardware: HardwareClassName
     requested_at: str | None
     finished_at: str | None
     result_run: ResultRun | None

@@ -44,10 +44,11 @@ ARRAY_ITEM = re.compile(r"^\[(\d+)\]\.?")
 class SubmissionRefusedError(Exception):
     """A request refused before its manifests are read: its HTTP status, and why."""
 
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(self, status: int, detail: str, field: str | None = None) -> None:
         super().__init__(detail)
         self.status = status
         self.detail = detail
+        self.field = field  # the header at fault, where one is
 
 
 class OutOfScopeError(RecordError):
@@ -121,7 +122,9 @@ def _suffix_for(content_type: str) -> str:
         return ".jsonl"
     if content_type in UNTYPED:
         return ""
-    raise SubmissionRefusedError(415, f"a body of type {content_type!r}; send one of {', '.join(ACCEPTED_TYPES)}")
+    raise SubmissionRefusedError(
+        415, f"a body of type {content_type!r}; send one of {', '.join(ACCEPTED_TYPES)}", "Content-Type"
+    )
 
 
 def _too_large() -> str:
@@ -153,19 +156,27 @@ def _detected_suffix(path: Path) -> str:
     return ".jsonl"
 
 
-def problem(error: RecordError) -> dict[str, object]:
-    """A refused manifest as the API reports it: the importer's message, its line, manifest, document and field."""
+@dataclass(frozen=True)
+class Refusal:
+    """A refused manifest as the API reports it (a SubmissionProblem): the importer's message with its place,
+    the field, and where in the submission: its line, manifest and document."""
+
+    detail: str
+    field: str | None
+    place: dict[str, object]
+
+
+def refusal(error: RecordError) -> Refusal:
     field_name = error.field or ""
     manifest = None
     if match := ARRAY_ITEM.match(field_name):
         manifest = int(match.group(1))
         field_name = field_name[match.end() :]
     document = field_name.split(".", 1)[0]
-    return {
-        "detail": str(RecordError(BODY, error.line, error.field, error.message)),
+    place: dict[str, object] = {
         "line": error.line,
         "manifest": manifest,
         "document": document if document in (*MANIFEST_ROLES, "provenance") else None,
-        "field": error.field,
         "message": error.message,
     }
+    return Refusal(str(RecordError(BODY, error.line, error.field, error.message)), error.field, place)

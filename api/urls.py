@@ -4,11 +4,13 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, path, re_path
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
 from api.endpoints import api
+from api.problems import problem_response
 
 View = Callable[..., HttpResponse]
 
@@ -35,9 +37,10 @@ def docs(request: HttpRequest) -> HttpResponse:
     return api.docs.render_page(request, api)
 
 
-def unknown(request: HttpRequest, rest: str) -> JsonResponse:
-    """Any other address under the API answers in JSON too."""
-    return JsonResponse({"detail": f"no such API address: {request.path}"}, status=404)
+@csrf_exempt  # the API reads no cookies: an unknown address is a 404 whatever the method
+def unknown(request: HttpRequest, rest: str) -> HttpResponse:
+    """Any other address under the API answers in the API's error shape too."""
+    return problem_response(request, 404, f"no such API address: {request.path}")
 
 
 def _with_head(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:
@@ -50,7 +53,7 @@ def _with_head(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | UR
 # Not `app_name`, which would namespace this whole module as ninja's app.
 ninja_patterns, ninja_app, ninja_namespace = api.urls
 urlpatterns = [
-    path("", require_safe(docs)),
+    path("", csrf_exempt(require_safe(docs))),
     path("", (_with_head(ninja_patterns), ninja_app, ninja_namespace)),
     re_path(r"^(?P<rest>.*)$", unknown),
 ]

@@ -122,6 +122,8 @@ if TRUSTED_PROXY_HOPS < 0:
 if TRUSTED_PROXY_HOPS:
     # A TLS-terminating proxy says so; the proxy next to the app must overwrite what a client sent.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Under /api/ a CSRF refusal is the API's problem details; elsewhere Django's page (api/problems.py).
+CSRF_FAILURE_VIEW = "api.problems.csrf_failure"
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS", origin_of(SITE_URL)).split(",") if o]
 # What a deploy changes; cached pages of another release are never served (web/cache.py). Default: the
 # checkout's git commit, else a digest of the code and templates.
@@ -146,10 +148,13 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # First: a request no view can serve (a NUL, a non-UTF-8 form) gets its 400 before anything reads it.
-    "web.middleware.RejectMalformedRequestsMiddleware",
-    # Outside CommonMiddleware, which sets Content-Length from the body this one then drops.
+    # Outermost, so that it drops the body of every answer to a HEAD, the refusals below included; outside
+    # CommonMiddleware, which sets Content-Length from the body this one then drops.
     "web.middleware.HeadWithoutBodyMiddleware",
+    # Under /api/, any error answer of the layers below becomes the API's problem details (api/problems.py).
+    "api.problems.ProblemDetailsMiddleware",
+    # A request no view can serve (a NUL, a non-UTF-8 form) gets its 400 before anything reads it.
+    "web.middleware.RejectMalformedRequestsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "web.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -8,6 +8,8 @@ import re
 from records.canonical import digest
 
 RUN_ID_LENGTH = 12
+# A run id as run_id_for writes it (the search form and the API check ids against it).
+RUN_ID_PATTERN = re.compile(rf"[0-9a-f]{{{RUN_ID_LENGTH}}}")
 # The source of manifests published directly and of KernelIndex's own reruns.
 NATIVE_SOURCE = "kernelindex"
 

@@ -95,7 +95,8 @@ def manifest_item(value: Any, path: Path, line: int | None, *, redigest: bool, p
     if unknown:
         raise fail(sorted(unknown)[0], f"unknown manifest member; expected {', '.join(MANIFEST_ROLES)}")
     for role in REQUIRED_ROLES:
-        if role not in value:
+        # Null is missing too: an optional document may be null, a required one may not.
+        if value.get(role) is None:
             raise fail(role, "missing: a manifest needs run, protocol and environment")
     declared = _declared_provenance(value.get("provenance"), fail)
     sealed: dict[str, Sealed] = {}

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from records.canonical import is_digest
+from records.canonical import DIGEST_PATTERN, is_digest
 
 API_VERSION = "kernelindex.dev/v1alpha1"
 KINDS = ("BenchmarkRun", "BenchmarkProtocol", "ExecutionEnvironment", "Workload", "Implementation")
@@ -38,6 +38,22 @@ RUN_STATUSES = ("passed", "failed", "error", "timeout", "measured")
 RANKABLE_STATUSES = ("passed", "measured")
 
 NonEmpty = Annotated[str, Field(min_length=1, max_length=500)]
+# What the index keeps in columns of their own (runs/models.py takes these lengths from here): a value longer
+# than its column is refused with the field's name, not left to fail where it is stored.
+SOURCE_MAX_LENGTH = 32
+EXTERNAL_ID_MAX_LENGTH = 255
+STATISTIC_MAX_LENGTH = 32
+PRODUCT_MAX_LENGTH = 200
+ARCHITECTURE_MAX_LENGTH = 32
+FAMILY_MAX_LENGTH = 100
+HARNESS_MAX_LENGTH = 200
+HARNESS_VERSION_MAX_LENGTH = 100
+DEFINITION_NAME_MAX_LENGTH = 255
+DEFINITION_ID_MAX_LENGTH = 64
+SourceKey = Annotated[str, Field(min_length=1, max_length=SOURCE_MAX_LENGTH)]
+Statistic = Annotated[str, Field(min_length=1, max_length=STATISTIC_MAX_LENGTH)]
+DefinitionName = Annotated[str, Field(min_length=1, max_length=DEFINITION_NAME_MAX_LENGTH)]
+DefinitionId = Annotated[str, Field(min_length=1, max_length=DEFINITION_ID_MAX_LENGTH)]
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@/+:=-]*$")
 NAME_MAX_LENGTH = 253
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX_LENGTH, pattern=NAME_PATTERN.pattern)]
@@ -58,6 +74,9 @@ class Closed(BaseModel):
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Digest = Annotated[str, Field(min_length=71, max_length=71)]
+# How a run refers to a document: RunSpec._digest_form checks the form (its message says what is wrong); the
+# pattern says the same to readers of the JSON Schema (the API's OpenAPI document).
+ReferenceDigest = Annotated[Digest, Field(json_schema_extra={"pattern": f"^{DIGEST_PATTERN.pattern}$"})]
 
 
 class Metadata(Closed):
@@ -70,13 +89,13 @@ class Metadata(Closed):
 
 
 class Harness(Open):
-    name: NonEmpty
-    version: NonEmpty
+    name: Annotated[str, Field(min_length=1, max_length=HARNESS_MAX_LENGTH)]
+    version: Annotated[str, Field(min_length=1, max_length=HARNESS_VERSION_MAX_LENGTH)]
 
 
 class Measurement(Open):
     timer: NonEmpty
-    primaryStatistic: NonEmpty
+    primaryStatistic: Statistic
 
 
 class Correctness(Open):
@@ -85,7 +104,7 @@ class Correctness(Open):
 
 
 class Comparability(Open):
-    family: NonEmpty
+    family: Annotated[str, Field(min_length=1, max_length=FAMILY_MAX_LENGTH)]
     notes: str | None = None
 
 
@@ -101,8 +120,8 @@ class ProtocolSpec(Open):
 
 class Hardware(Open):
     vendor: NonEmpty
-    product: NonEmpty
-    architecture: NonEmpty | None = None
+    product: Annotated[str, Field(min_length=1, max_length=PRODUCT_MAX_LENGTH)]
+    architecture: Annotated[str, Field(min_length=1, max_length=ARCHITECTURE_MAX_LENGTH)] | None = None
 
 
 class Software(Open):
@@ -118,9 +137,9 @@ class EnvironmentSpec(Open):
 
 
 class DefinitionRef(Open):
-    source: NonEmpty
-    name: NonEmpty
-    id: NonEmpty | None = None
+    source: SourceKey
+    name: DefinitionName
+    id: DefinitionId | None = None
 
 
 class WorkloadCase(Open):
@@ -157,7 +176,7 @@ class ImplementationSpec(Open):
 
 class Timing(Open):
     latencyNs: dict[str, NonNegative]
-    primaryStatistic: NonEmpty
+    primaryStatistic: Statistic
 
     @model_validator(mode="after")
     def _primary_is_measured(self) -> Timing:
@@ -170,10 +189,11 @@ class Timing(Open):
 
 
 class SourceNative(Open):
-    source: NonEmpty
-    externalId: NonEmpty
-    benchmark: NonEmpty | None = None
+    source: SourceKey
+    externalId: Annotated[str, Field(min_length=1, max_length=EXTERNAL_ID_MAX_LENGTH)]
+    benchmark: DefinitionName | None = None
     metrics: dict[str, Any] = Field(default_factory=dict)
+    kernelId: DefinitionId | None = None
 
     @field_validator("metrics")
     @classmethod
@@ -195,10 +215,10 @@ class CaseResult(Open):
 class RunSpec(Open):
     status: Literal["passed", "failed", "error", "timeout", "measured"]
     observedAt: NonEmpty | None = None
-    protocolDigest: Digest
-    environmentDigest: Digest
-    workloadDigest: Digest | None = None
-    implementationDigest: Digest | None = None
+    protocolDigest: ReferenceDigest
+    environmentDigest: ReferenceDigest
+    workloadDigest: ReferenceDigest | None = None
+    implementationDigest: ReferenceDigest | None = None
     timing: Timing | None = None
     sourceNative: SourceNative | None = None
     cases: list[CaseResult] | None = None
@@ -216,8 +236,15 @@ class RunSpec(Open):
         if value is None:
             return None
         parsed = _parse_timestamp(value)
-        if parsed.tzinfo is None:
+        offset = parsed.utcoffset()
+        if offset is None:
             raise ValueError("must carry a timezone, e.g. 2026-04-20T20:30:41.723Z")
+        if not EARLIEST_OFFSET <= offset <= LATEST_OFFSET:
+            raise ValueError("must carry a UTC offset between -12:00 and +14:00, as every time zone does")
+        try:
+            parsed.astimezone(UTC)
+        except OverflowError:
+            raise ValueError("must fall between the years 1 and 9999 in UTC") from None
         return value
 
     @model_validator(mode="after")
@@ -225,6 +252,11 @@ class RunSpec(Open):
         if self.status in RANKABLE_STATUSES and self.timing is None:
             raise ValueError(f"a {self.status} run needs timing.latencyNs")
         return self
+
+
+# The offsets time zones have. ISO 8601 writes up to ±23:59, which PostgreSQL refuses to store beyond ±15:59.
+EARLIEST_OFFSET = timedelta(hours=-12)
+LATEST_OFFSET = timedelta(hours=14)
 
 
 def _parse_timestamp(value: str) -> datetime:

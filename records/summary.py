@@ -175,7 +175,8 @@ def _group(item: RunItem, workload: str | dict[str, str]) -> GroupRef:
         harness=protocol["harness"]["name"],
         harness_version=protocol["harness"]["version"],
         hardware=hardware["product"],
-        architecture=hardware.get("architecture", ""),
+        # The schema lets a document say null for an architecture it does not know, as it may leave it out.
+        architecture=hardware.get("architecture") or "",
         native_order=SOURCE_NATIVE_ORDER.get(family, ""),
     )
     if len(_GROUPS) >= GROUPS_REMEMBERED:

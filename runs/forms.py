@@ -5,11 +5,14 @@ from typing import Any
 from django import forms
 from django.core.validators import RegexValidator
 
-from records.identity import RUN_ID_LENGTH
+from records.identity import RUN_ID_LENGTH, RUN_ID_PATTERN
 from records.sources import SOURCES
 from records.sources.hardware import CLASSES, UnknownHardwareClassError, hardware_class_named
 from runs.display import hardware_class_label, hardware_label
 from runs.models import ComparisonGroup, Run, RunQuerySet
+
+# The longest product a run can name, and so the longest the API's hardware filter takes.
+HARDWARE_MAX_LENGTH = Run._meta.get_field("hardware").max_length
 
 
 def hardware_choices() -> list[tuple[str, str]]:
@@ -33,9 +36,14 @@ class RunSearchForm(forms.Form):
     gpu = forms.ChoiceField(label="Hardware", required=False)
     evidence = forms.ChoiceField(required=False, choices=[("", "any evidence"), *Run.Evidence.choices])
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, any_hardware: bool = False, **kwargs: Any) -> None:
+        """`any_hardware`: the API's filter, which takes any product (one without runs lists none), so that
+        what it accepts does not change with the data; the page's select offers the hardware that has runs."""
         kwargs.setdefault("label_suffix", "")
         super().__init__(*args, **kwargs)
+        if any_hardware:
+            self.fields["gpu"] = forms.CharField(required=False, max_length=HARDWARE_MAX_LENGTH)
+            return
         gpu = self.fields["gpu"]
         assert isinstance(gpu, forms.ChoiceField)
         gpu.choices = hardware_choices()
@@ -63,7 +71,7 @@ class RunIdField(forms.CharField):
 
     default_validators = [
         RegexValidator(
-            rf"^[0-9a-f]{{{RUN_ID_LENGTH}}}$",
+            f"^{RUN_ID_PATTERN.pattern}$",
             f"A run id is {RUN_ID_LENGTH} hexadecimal digits, as in a run page's address: /runs/<id>.",
         )
     ]

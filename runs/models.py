@@ -17,6 +17,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce, Upper
 from django.urls import reverse
 
+from records import schema
 from records.canonical import DIGEST_LENGTH, parse_json
 from records.schema import RANKABLE_STATUSES
 from records.sources import display_external_id, source_title
@@ -41,9 +42,9 @@ class Document(models.Model):
 class Definition(models.Model):
     """A benchmark definition (an operator and its cases) as one source names it."""
 
-    source = models.CharField(max_length=32)
-    name = models.CharField(max_length=255)
-    external_id = models.CharField(max_length=64, blank=True)
+    source = models.CharField(max_length=schema.SOURCE_MAX_LENGTH)
+    name = models.CharField(max_length=schema.DEFINITION_NAME_MAX_LENGTH)
+    external_id = models.CharField(max_length=schema.DEFINITION_ID_MAX_LENGTH, blank=True)
     title = models.CharField(max_length=255)
     description = models.TextField(blank=True)
     subset = models.CharField(max_length=64, blank=True)
@@ -119,11 +120,11 @@ class ComparisonGroup(models.Model):
 
     key = models.CharField(max_length=DIGEST_LENGTH, unique=True)
     definition = models.ForeignKey(Definition, null=True, blank=True, on_delete=models.SET_NULL, related_name="groups")
-    family = models.CharField(max_length=100)
-    harness = models.CharField(max_length=200)
-    harness_version = models.CharField(max_length=100)
-    hardware = models.CharField(max_length=200)
-    architecture = models.CharField(max_length=32, blank=True)
+    family = models.CharField(max_length=schema.FAMILY_MAX_LENGTH)
+    harness = models.CharField(max_length=schema.HARNESS_MAX_LENGTH)
+    harness_version = models.CharField(max_length=schema.HARNESS_VERSION_MAX_LENGTH)
+    hardware = models.CharField(max_length=schema.PRODUCT_MAX_LENGTH)
+    architecture = models.CharField(max_length=schema.ARCHITECTURE_MAX_LENGTH, blank=True)
     native_order = models.CharField(
         max_length=32, blank=True, help_text="The source's own ranking metric (higher first), if it publishes one."
     )
@@ -283,8 +284,8 @@ class Run(models.Model):
     # Unique through a constraint, not unique=True, which on PostgreSQL also builds a
     # varchar_pattern_ops index for LIKE: every run lookup is by equality.
     run_id = models.CharField(max_length=16)
-    source = models.CharField(max_length=32)
-    external_id = models.CharField(max_length=255)
+    source = models.CharField(max_length=schema.SOURCE_MAX_LENGTH)
+    external_id = models.CharField(max_length=schema.EXTERNAL_ID_MAX_LENGTH)
     digest = models.CharField(max_length=DIGEST_LENGTH, help_text="The current version's run document.")
     protocol_digest = models.CharField(max_length=DIGEST_LENGTH)
     environment_digest = models.CharField(max_length=DIGEST_LENGTH)
@@ -303,14 +304,14 @@ class Run(models.Model):
     project = models.CharField(max_length=255, blank=True)
     # The implementation's author, where its Implementation document names one (spec.author).
     author = models.CharField(max_length=255, blank=True)
-    hardware = models.CharField(max_length=200)
+    hardware = models.CharField(max_length=schema.PRODUCT_MAX_LENGTH)
 
     status = models.CharField(max_length=16, choices=Status.choices)
     evidence = models.CharField(max_length=16, choices=Evidence.choices, default=Evidence.REPORTED)
     withdrawn_at = models.DateTimeField(null=True, blank=True)
     withdrawn_reason = models.TextField(blank=True)
 
-    primary_statistic = models.CharField(max_length=32)
+    primary_statistic = models.CharField(max_length=schema.STATISTIC_MAX_LENGTH)
     latency_ns = models.FloatField(null=True, blank=True)
     source_score = models.FloatField(null=True, blank=True)
     source_rank = models.PositiveIntegerField(null=True, blank=True)

@@ -83,10 +83,12 @@ def paginate(items: Any, number: str | None, per_page: int | None = None) -> Pag
 # -- home ----------------------------------------------------------------------
 
 
-def run_search(params: QueryDict, size: int | None = None) -> tuple[RunSearchForm, KeysetPage]:
+def run_search(
+    params: QueryDict, size: int | None = None, *, any_hardware: bool = False
+) -> tuple[RunSearchForm, KeysetPage]:
     """The home page's search: the form (with its errors) and the page of runs it selects (`size` runs: the API
-    takes a limit; pages show RUNS_PER_PAGE)."""
-    form = RunSearchForm(params or None)
+    takes a limit, and any hardware; pages show RUNS_PER_PAGE)."""
+    form = RunSearchForm(params or None, any_hardware=any_hardware)
     if form.is_bound:
         form.is_valid()  # invalid fields are reported and left out; the valid ones still filter
     else:

@@ -19,7 +19,7 @@ from django.utils import timezone
 from records.canonical import is_digest, parse_json
 from records.manifest import manifest_text
 from records.rerun import may_be_rerun_result
-from records.schema import REFERENCE_FIELDS
+from records.schema import REFERENCE_FIELDS, ROLES
 from records.sources import SOURCES, SourceInfo
 from records.sources.hardware import hardware_class, hardware_class_of
 from runs.keyset import KeysetPage, Part, decode, read_page
@@ -111,10 +111,14 @@ def run_documents(run: Run) -> dict[str, Document]:
 
 
 def runs_documents(runs: list[Run]) -> list[dict[str, Document]]:
-    """run_documents for each run, all in one query."""
+    """run_documents for each run, all in one query. A reference that names a stored document of another kind
+    (a run whose implementationDigest is a protocol's) is as foreign as one to a document not stored."""
     wanted = [run_digests(run) for run in runs]
     found = Document.objects.in_bulk([d for digests in wanted for d in digests.values() if d])
-    return [{role: found[d] for role, d in digests.items() if d in found} for digests in wanted]
+    return [
+        {role: found[d] for role, d in digests.items() if d in found and found[d].kind == ROLES[role]}
+        for digests in wanted
+    ]
 
 
 def document_value(digest: str) -> dict[str, Any] | None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-from urllib.parse import unquote_plus, unquote_to_bytes
+from typing import Any, NamedTuple
+from urllib.parse import parse_qsl, unquote_plus, unquote_to_bytes
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -18,6 +18,9 @@ from web.ratelimit import UnknownClientError
 # Django itself refuses those bodies halfway through the CSRF check, and its own 400 page then failed the same way.
 ACCEPTED_CHARSET = "utf-8"
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
+# What no address, cookie or form field may hold (PostgreSQL text cannot); the API's document says so of every
+# text parameter (api/schemas.py).
+NUL = "\x00"
 
 
 class RejectMalformedRequestsMiddleware:
@@ -39,9 +42,9 @@ class RejectMalformedRequestsMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        problem = malformed_because(request)
-        if problem is not None:
-            return bad_request(request, problem)
+        malformed = malformed_because(request)
+        if malformed is not None:
+            return bad_request(request, malformed.problem)
         return self.get_response(request)
 
     def process_view(
@@ -60,18 +63,35 @@ class RejectMalformedRequestsMiddleware:
         return bad_request(request, problem) if problem else None
 
 
-def malformed_because(request: HttpRequest) -> str | None:
+class Malformed(NamedTuple):
+    """Why a request cannot be served, and the part of it at fault where one can be named (the API says it)."""
+
+    problem: str
+    field: str | None = None
+
+
+def malformed_because(request: HttpRequest) -> Malformed | None:
     """Why the request cannot be served, or None when it can."""
     charset = request.content_params.get("charset") if request.content_params else None
     if charset is not None and charset.strip().lower() != ACCEPTED_CHARSET:
-        return "charset other than UTF-8"
-    if "\x00" in request.path_info or "\x00" in unquote_plus(request.META.get("QUERY_STRING", "")):
-        return "NUL in the address"
-    if any("\x00" in value for value in request.COOKIES.values()):
-        return "NUL in a cookie"
+        return Malformed("charset other than UTF-8", "Content-Type")
+    query = request.META.get("QUERY_STRING", "")
+    if NUL in request.path_info or NUL in unquote_plus(query):
+        return Malformed("NUL in the address", None if NUL in request.path_info else _holding_nul(query))
+    if any(NUL in value for value in request.COOKIES.values()):
+        return Malformed("NUL in a cookie", "Cookie")
     # Only plain form bodies are read here: a multipart body may hold a file, where a NUL is ordinary.
-    if request.method == "POST" and request.content_type == FORM_CONTENT_TYPE and b"\x00" in _decoded_body(request):
-        return "NUL in a form field"
+    is_form = request.method == "POST" and request.content_type == FORM_CONTENT_TYPE
+    if is_form and NUL.encode() in _decoded_body(request):
+        return Malformed("NUL in a form field")
+    return None
+
+
+def _holding_nul(query: str) -> str | None:
+    """The name of the first query parameter whose name or value holds a NUL."""
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if NUL in name + value:
+            return name.replace(NUL, "")
     return None
 
 

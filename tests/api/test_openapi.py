@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -11,9 +12,10 @@ import pytest
 from django.test import Client
 from openapi_spec_validator import validate
 
+from api.models import ApiToken
 from runs.models import ComparisonGroup, Definition, Run
 from runs.reruns import request_rerun
-from tests.api.conftest import DEMO_MANIFESTS
+from tests.api.conftest import DEMO_MANIFESTS, SUBMIT_URL, demo_manifest, problem_in
 from tests.conftest import ImportRuns
 
 OPENAPI_URL = "/api/v1/openapi.json"
@@ -87,19 +89,62 @@ def test_every_path_answers_as_documented(client: Client, imported: dict[str, st
     assert len(answered) == 6
 
 
-def test_unknown_ids_get_json_404s(client: Client, imported: dict[str, str]) -> None:
+def test_unknown_ids_get_404_and_malformed_ones_422_naming_the_parameter(
+    client: Client, imported: dict[str, str]
+) -> None:
     for path in (
         "/api/v1/runs/0123456789ab",
-        "/api/v1/groups/sha256:nothing",
+        "/api/v1/groups/sha256:" + "0" * 64,
         "/api/v1/definitions/kernelbench/level1/no_such_problem.py",
         "/api/v1/reruns/987654",
-        "/api/v1/reruns/99999999999999999999999999",
         "/api/v1/no/such/address",
     ):
-        response = client.get(path)
-        assert response.status_code == 404, path
-        assert response["Content-Type"].startswith("application/json"), path
-        assert response.json()["detail"]
+        problem_in(client.get(path), 404)
+    for path, field in (
+        ("/api/v1/runs/0123456789AB", "run_id"),
+        ("/api/v1/groups/sha256:nothing", "key"),
+        ("/api/v1/definitions/nowhere/level1/no_such_problem.py", "source"),
+        ("/api/v1/reruns/99999999999999999999999999", "rerun_id"),
+        ("/api/v1/reruns/0", "rerun_id"),
+    ):
+        assert problem_in(client.get(path), 422)["field"] == field, path
+
+
+def test_each_filter_says_the_values_the_server_takes(client: Client, imported: dict[str, str]) -> None:
+    parameters = {
+        item["name"]: item["schema"] for item in openapi(client)["paths"]["/api/v1/runs"]["get"]["parameters"]
+    }
+
+    for name in ("source", "evidence"):
+        for value in parameters[name]["enum"]:
+            assert client.get("/api/v1/runs", {name: value, "limit": 1}).status_code == 200, (name, value)
+        assert problem_in(client.get("/api/v1/runs", {name: "Commodore 64"}), 422)["field"] == name
+    # The hardware is not a closed set (each source adds its own): any product of at most its length, no NUL.
+    assert "enum" not in parameters["gpu"]
+    for name in ("q", "gpu"):
+        longest = parameters[name]["maxLength"]
+        assert client.get("/api/v1/runs", {name: "x" * longest}).status_code == 200, name
+        assert problem_in(client.get("/api/v1/runs", {name: "x" * (longest + 1)}), 422)["field"] == name
+        assert re.fullmatch(parameters[name]["pattern"], "a\x00b") is None
+        assert problem_in(client.get("/api/v1/runs", {name: "a\x00b"}), 400)["field"] == name
+
+
+@pytest.mark.django_db
+def test_a_manifest_is_valid_by_the_document_as_far_as_a_schema_can_say(
+    client: Client, token: tuple[ApiToken, str]
+) -> None:
+    """The document's Manifest schema holds the records' patterns: what it refuses the importer refuses too."""
+    document = openapi(client)
+    manifest_schema = {"$ref": "#/components/schemas/Manifest"}
+    manifest = demo_manifest(0)
+    conforms(document, manifest_schema, manifest)
+
+    manifest["run"]["spec"]["protocolDigest"] = "sha256:" + "A" * 64
+    with pytest.raises(jsonschema.ValidationError, match="does not match"):
+        conforms(document, manifest_schema, manifest)
+    headers = {"Authorization": f"Bearer {token[1]}"}
+    refused = client.post(SUBMIT_URL, json.dumps(manifest), content_type="application/json", headers=headers)
+    assert problem_in(refused, 422)["field"] == "run.spec.protocolDigest"
 
 
 @pytest.mark.django_db

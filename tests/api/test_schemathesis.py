@@ -1,0 +1,77 @@
+"""Schemathesis, a property-based API tester, finds nothing wrong: the server does what its OpenAPI document says.
+
+Its command line runs against a live server on the sample data, as anyone would run it: every check, every
+phase (examples, coverage, fuzzing, and stateful sequences that follow the document's links), with a native
+token and a rate limit that lets submissions reach the importer. Once with a fixed seed, so that a failure
+can be reproduced, and once with a fresh one, so that each run tries new cases; each run prints its seed.
+The runs here are short (SCHEMATHESIS_SECONDS, default 50 each); the README's API section gives the longer
+run by hand.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from api.models import issue_token
+from runs.models import RerunRequest, Run
+from runs.selectors import run_hardware_class
+from tests.api.conftest import DEMO_MANIFESTS, ROOT
+from tests.conftest import SEED_MANIFEST, ImportRuns
+
+FIXED_SEED = 26
+SECONDS = int(os.environ.get("SCHEMATHESIS_SECONDS", "50"))
+
+# The summary's count of test cases when none failed (with failures it says "found N unique failures").
+ALL_PASSED = re.compile(r"^  (\d+) generated, (\d+) passed", re.MULTILINE)
+# Fewer would mean it barely ran: a 50 s run on two cores makes several hundred.
+FEWEST_CASES = 150
+
+
+def schemathesis(url: str, secret: str, seed: int, folder: Path) -> subprocess.CompletedProcess[str]:
+    """`schemathesis run` as the README gives it, with this checkout's schemathesis.toml."""
+    command = [
+        *(sys.executable, "-m", "schemathesis.cli", "--config-file", str(ROOT / "schemathesis.toml"), "--no-color"),
+        *("run", f"{url}/api/v1/openapi.json", "--checks", "all", "--phases", "examples,coverage,fuzzing,stateful"),
+        *("--header", f"Authorization: Bearer {secret}", "--seed", str(seed), "--max-time", str(SECONDS)),
+    ]
+    # Its working folder is the test's: the examples it keeps between runs stay out of the checkout.
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=SECONDS + 120)
+
+
+@pytest.fixture
+def sample_index(import_runs: ImportRuns, sample: Path) -> None:
+    """The sample data, the demo's runs and the seed, as `make setup` imports them, and a rerun to read."""
+    import_runs(sample)
+    import_runs(DEMO_MANIFESTS)
+    import_runs(SEED_MANIFEST, redigest=True)
+    run = Run.objects.get(external_id="demo/rmsnorm_h2048/rmsnorm-vectorised")
+    # The row alone, as a moderator's request leaves it before a worker takes it (sent to no broker).
+    RerunRequest.objects.create(run=run, run_digest=run.digest, hardware=run_hardware_class(run), reason="a check")
+
+
+@pytest.mark.parametrize("seed", [FIXED_SEED, random.randrange(2**31)], ids=["fixed-seed", "fresh-seed"])
+def test_schemathesis_finds_no_failure(
+    live_server: Any, transactional_db: None, sample_index: None, settings: Any, tmp_path: Path, seed: int
+) -> None:
+    settings.API_SUBMISSIONS_PER_HOUR = 1_000_000
+    _, secret = issue_token("schemathesis")
+    operations = sum(len(items) for items in Client().get("/api/v1/openapi.json").json()["paths"].values())
+
+    result = schemathesis(live_server.url, secret, seed, tmp_path)
+
+    said = f"seed {seed}:\n{result.stdout[-12000:]}\n{result.stderr[-3000:]}"
+    assert result.returncode == 0, said
+    assert f"Operations:       {operations} selected / {operations} total" in result.stdout, said
+    assert "✅ Stateful" in result.stdout, said
+    counted = ALL_PASSED.search(result.stdout)
+    assert counted is not None and counted[1] == counted[2], said
+    assert int(counted[1]) >= FEWEST_CASES, said
