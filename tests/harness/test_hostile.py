@@ -5,8 +5,9 @@ own verdict. Each attack runs through `evaluate` in the real sandbox on the demo
 rmsnorm definition, with two small cases, and must end in a failure of the
 kernel (never PASSED, never blamed on the reference) with a reason, within its
 time limit; then the same process evaluates the honest kernel and gets PASSED.
-Some attacks may pass instead, if they gain nothing: their median (the judge's
-figure) may not be below the honest kernel's (see hostile/README.md).
+Some attacks may pass instead, if they gain nothing: their speedup over the
+reference (the judge's figure) may not be above the honest kernel's (see
+hostile/README.md).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ WARMUP, ITERATIONS, MEMORY_MB = 2, 20, 1024
 SCRATCH_MB = 256
 # Past its timeout, an evaluation may still take this long to kill the sandbox and drain its pipes.
 KILL_MARGIN_SECONDS = 20
-# "Gains nothing": a median at least this share of the honest kernel's, measured the same way just after.
+# "Gains nothing": a speedup over the reference at most the honest kernel's over this share, measured the same
+# way just after (on a loaded two-core host two evaluations of one kernel differ by up to a quarter).
 NOISE = 0.75
 
 
@@ -139,7 +141,9 @@ def timed_evaluation(solution: Path, workload: Path, timeout: float) -> tuple[Ev
 def summary(result: EvaluationResult) -> str:
     cases = ", ".join(f"{case.uuid}: {case.status}" for case in result.cases)
     median = result.latency.median_ns if result.latency else None
-    return f"{result.status} ({result.reason}); median {median} ns; cases {cases}; log: {result.log_tail[-600:]}"
+    speedup = result.speedup.median if result.speedup else None
+    said = f"{result.status} ({result.reason}); median {median} ns, speedup {speedup}; cases {cases}"
+    return f"{said}; log: {result.log_tail[-600:]}"
 
 
 @pytest.mark.parametrize("name", list(ATTACKS))
@@ -152,10 +156,11 @@ def test_a_hostile_solution_fails_and_the_next_evaluation_is_honest(name: str, w
     assert elapsed < attack.timeout + KILL_MARGIN_SECONDS, f"{name}: {elapsed:.0f} s; {summary(result)}"
     assert honest.status == "PASSED", f"after {name}: {summary(honest)}"
     if attack.may_pass_without_gain and result.status == "PASSED":
-        assert result.latency is not None and honest.latency is not None
-        gained = result.latency.median_ns < NOISE * honest.latency.median_ns
-        honest_ns = honest.latency.median_ns
-        assert not gained, f"{name} passed faster than the honest kernel ({honest_ns} ns): {summary(result)}"
+        # The judge's figure, paired with the reference in each evaluation, so the host's load falls on both.
+        assert result.speedup is not None and honest.speedup is not None
+        gained = NOISE * result.speedup.median > honest.speedup.median
+        honest_speedup = honest.speedup.median
+        assert not gained, f"{name} passed faster than the honest kernel ({honest_speedup:.3f}x): {summary(result)}"
         return
     # INVALID_REFERENCE would blame the reference for what the kernel did.
     assert result.status not in ("PASSED", "INVALID_REFERENCE"), f"{name}: {summary(result)}"
