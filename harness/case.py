@@ -44,7 +44,7 @@ import torch
 from harness.checking import compare, outputs_as_list, reference_problem
 from harness.failures import failure_status, failure_text
 from harness.protocols import protocol_named
-from harness.served import Block, Call, KernelFault, ServedLink
+from harness.served import Block, Call, EmptyCost, KernelFault, ServedLink
 from harness.stats import MAX_PAIRS, MIN_PAIRS, settled
 from harness.tensors import InputError, build_inputs, clone
 
@@ -64,6 +64,9 @@ FLUSH_SHARE = 0.9
 # On CUDA, before each reference request: the probe may take this many times its calibrated time, plus this;
 # past it the GPU is busy with work the kernel's process left queued, and the judge waits for it this long.
 PROBE_FACTOR, PROBE_MARGIN_NS, PROBE_PATIENCE_S = 4.0, 200_000, 2.0
+# After the warm-up, timed requests hold as many calls as make about this much work on the slower side (within
+# the calls calibrated): slow kernels are timed in more, shorter pairs, whose median settles sooner.
+REQUEST_TARGET_NS = 2_000_000
 
 _secret = random.SystemRandom()
 
@@ -95,7 +98,7 @@ class CaseJudge:
         entrypoint: Callable[..., Any] | None,
         kernel: ServedLink,
         reference: ServedLink,
-        overheads: Mapping[str, Mapping[str, float]],
+        overheads: Mapping[str, EmptyCost],
     ) -> None:
         self.job = job
         self.case = case
@@ -195,10 +198,13 @@ class CaseJudge:
 
     def _timed(self) -> dict[str, Any]:
         """Warm-up pairs, then timed pairs until the speedup settles or the case's budget ends."""
-        size = int(self.overheads["kernel"]["calls"])
+        size = self.overheads["kernel"].calls
         warmup, iterations = self.job["warmup"], self.job["iterations"]
-        for count in _split(warmup, -(-warmup // size)) if warmup else []:
-            self._pair(count, "warm-up call", check_share=0.0)
+        blocks = _split(warmup, -(-warmup // size)) if warmup else []
+        warmed = [self._pair(count, "warm-up call", check_share=0.0) for count in blocks]
+        if warmed:
+            slower = max(warmed[-1].kernel_ns, warmed[-1].reference_ns)
+            size = max(min(-(-REQUEST_TARGET_NS // int(slower)), size), 1)
         minimum = max(-(-iterations // size), MIN_PAIRS)
         precision = self.job.get("precision")
         budget = float(self.job.get("case_budget") or 0)
@@ -230,10 +236,10 @@ class CaseJudge:
         else:
             reference = self._reference_block(input_sets)
             kernel = self._kernel_block(input_sets, what, check_share, first)
-        own = self._own_cost("kernel")
+        own = self._own_cost("kernel", count)
         return Pair(
-            kernel_ns=self._net(kernel, "kernel") / count,
-            reference_ns=self._net(reference, "reference") / count,
+            kernel_ns=self._net(kernel, "kernel", count) / count,
+            reference_ns=self._net(reference, "reference", count) / count,
             reported_ns=kernel.reported_ns,
             measured_ns=self._measured(kernel),
             own_ns=own,
@@ -247,14 +253,14 @@ class CaseJudge:
             return float(block.wall_ns)
         return float(block.cpu_ns)
 
-    def _own_cost(self, side: str) -> float:
+    def _own_cost(self, side: str, calls: int) -> float:
         empty = self.overheads[side]
-        return float(empty["wall_ns"] if self.cuda or self.kernel.cpu_meter is None else empty["cpu_ns"])
+        return empty.wall_ns(calls) if self.cuda or self.kernel.cpu_meter is None else empty.cpu_ns(calls)
 
-    def _net(self, block: Block, side: str) -> float:
-        """A request's figure: the judge's measure less the calibrated cost of an empty request, never below a
-        small share of that cost."""
-        measured, own = self._measured(block), self._own_cost(side)
+    def _net(self, block: Block, side: str, calls: int) -> float:
+        """A request's figure: the judge's measure less the calibrated cost of an empty request of as many calls,
+        never below a small share of that cost."""
+        measured, own = self._measured(block), self._own_cost(side, calls)
         if self.cuda and side == "kernel" and measured < FLUSH_SHARE * own:
             raise _CaseFailed(
                 "REWARD_HACK",
@@ -290,7 +296,7 @@ class CaseJudge:
         """A frozen process's queued GPU work still runs: work the kernel's process left behind would slow the
         reference down beside it. The reference's process times a small probe; while it is slow, something else
         holds the GPU, and on a worker's own GPU that can only be the kernel's process."""
-        calibrated = self.overheads["reference"].get("probe_ns") or 0.0
+        calibrated = self.overheads["reference"].probe_ns
         deadline = time.monotonic() + PROBE_PATIENCE_S
         while True:
             probe = self.reference.probe()

@@ -30,7 +30,7 @@ from harness.sandbox import drop_privileges
 from harness.timing_names import JUDGE_CPU_TIME, JUDGE_WALL_CLOCK
 
 if TYPE_CHECKING:
-    from harness.served import ServedLink
+    from harness.served import EmptyCost, ServedLink
 
 
 class Reporter:
@@ -117,7 +117,7 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
 
 def _calibrated(
     kernel: ServedLink, reference: ServedLink, case: Mapping[str, Any], job: Mapping[str, Any]
-) -> dict[str, dict[str, float]]:
+) -> dict[str, EmptyCost]:
     from harness.served import block_size, calibrate
 
     size = block_size(kernel, case, job["iterations"])

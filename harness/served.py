@@ -314,26 +314,52 @@ def _reset(view: torch.Tensor) -> None:
 
 
 def block_size(link: ServedLink, case: Mapping[str, Any], iterations: int) -> int:
-    """Calls per request while timing: a fifth of the timed iterations, within the exchange's slots."""
+    """The most calls per request while timing: a fifth of the timed iterations, within the exchange's slots."""
     return max(min(-(-iterations // 5), link.slots(case) - 1), 1)
 
 
-def calibrate(link: ServedLink, case: Mapping[str, Any], size: int, *, probe: bool = False) -> dict[str, float]:
-    """The harness's own cost of one request of `size` empty calls of this case, CPU and wall, as medians; with
-    `probe` (the reference's process, on CUDA), the idle GPU's probe time too."""
+@dataclass(frozen=True)
+class EmptyCost:
+    """The harness's own cost of a request of empty calls: a fixed part (thaw, the round trip, freeze) and a
+    part per call, from the medians of requests of one call and of `calls` calls."""
+
+    calls: int
+    cpu: tuple[float, float]
+    wall: tuple[float, float]
+    # On CUDA, the reference's process's probe on an idle GPU (harness.case `_wait_for_idle_gpu`).
+    probe_ns: float = 0.0
+
+    def cpu_ns(self, calls: int) -> float:
+        return max(self.cpu[0] + self.cpu[1] * calls, 0.0)
+
+    def wall_ns(self, calls: int) -> float:
+        return max(self.wall[0] + self.wall[1] * calls, 0.0)
+
+
+def calibrate(link: ServedLink, case: Mapping[str, Any], size: int, *, probe: bool = False) -> EmptyCost:
+    """The harness's own cost of requests of up to `size` empty calls of this case, CPU and wall; with `probe`
+    (the reference's process, on CUDA), the idle GPU's probe time too."""
     inputs = {
         name: spec["value"]
         if spec["source"] == "scalar"
         else torch.zeros(spec["shape"] or [], dtype=DTYPES[spec["dtype"]])
         for name, spec in case["inputs"].items()
     }
-    blocks = [link.block(case, [inputs] * size, empty=True) for _ in range(CALIBRATION_REQUESTS)][1:]
+    medians = {calls: _empty_medians(link, case, [inputs] * calls) for calls in dict.fromkeys((1, size))}
+    one, most = medians[1], medians[size]
+    if size == 1:
+        cpu, wall = (0.0, one[0]), (0.0, one[1])
+    else:
+        cpu_per_call, wall_per_call = ((most[i] - one[i]) / (size - 1) for i in (0, 1))
+        cpu, wall = (one[0] - cpu_per_call, cpu_per_call), (one[1] - wall_per_call, wall_per_call)
+    probed = statistics.median(link.probe() for _ in range(CALIBRATION_REQUESTS)) if probe else 0.0
+    return EmptyCost(calls=size, cpu=cpu, wall=wall, probe_ns=probed)
+
+
+def _empty_medians(
+    link: ServedLink, case: Mapping[str, Any], input_sets: Sequence[Mapping[str, Any]]
+) -> tuple[float, float]:
+    """(CPU, wall) medians of CALIBRATION_REQUESTS requests of these empty calls, the first (cold) dropped."""
+    blocks = [link.block(case, input_sets, empty=True) for _ in range(CALIBRATION_REQUESTS)][1:]
     cpu = [block.cpu_ns for block in blocks if block.cpu_ns is not None]
-    calibrated = {
-        "cpu_ns": statistics.median(cpu) if cpu else 0.0,
-        "wall_ns": statistics.median(block.wall_ns for block in blocks),
-        "calls": size,
-    }
-    if probe:
-        calibrated["probe_ns"] = statistics.median(link.probe() for _ in range(CALIBRATION_REQUESTS))
-    return calibrated
+    return (float(statistics.median(cpu)) if cpu else 0.0, float(statistics.median(b.wall_ns for b in blocks)))
