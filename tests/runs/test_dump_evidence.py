@@ -31,9 +31,10 @@ from runs.models import (
     RunVersion,
     SourceBoard,
 )
-from runs.reruns import HarnessOutcome, cancel_rerun, claim_rerun, record_result, request_rerun
+from runs.reruns import cancel_rerun, request_rerun
 from tests.conftest import ImportRuns
 from tests.pages import visible_text
+from tests.runs import attested
 from tests.runs.run_page_reruns import result_on_cases
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
@@ -56,12 +57,8 @@ RUN_PAGES = ("/runs/{}", "/runs/{}.json", "/runs/{}/history", "/runs/{}/history.
 
 def rerun_by(run: Run, user: User, result: dict[str, Any], confirmation: str | None = None) -> RerunRequest:
     """A moderator asks for a rerun and a worker records one attempt with this harness result."""
-    claimed = claim_rerun(request_rerun(run, user=user, reason="The claim looks fast.").pk, "tests:1")
-    assert claimed is not None
-    request, attempt = claimed
-    record_result(request, attempt, result, HarnessOutcome(result, "harness log line", 0.5), confirmation)
-    request.refresh_from_db()
-    return request
+    request = request_rerun(run, user=user, reason="The claim looks fast.")
+    return attested.finish(request, result, confirmation, log_tail="harness log line")
 
 
 @pytest.fixture
