@@ -1,8 +1,11 @@
-"""The worker registry: `manage.py worker_key`, the admin, and this machine's own key for `make run`."""
+"""The worker registry: `manage.py worker_key`, the keys published at /api/v1/workers, this machine's own key
+for `make run`, and `manage.py verify_attestations`."""
 
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +16,11 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from records.attestation import key_id, new_private_key, public_key_text, read_key_file
-from runs.models import WorkerKey
+from runs.models import RerunAttestation, Run, WorkerKey
+from runs.reruns import request_rerun
 from runs.worker_keys import local_worker_key, revoke_worker_key
+from tests.results import harness_result
+from tests.runs import attested
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("memory_broker")]
 
@@ -42,6 +48,20 @@ def test_create_prints_the_key_file_once_and_keeps_only_the_public_key() -> None
     assert WorkerKey.objects.count() == 1
 
 
+def test_the_keys_and_their_revocations_are_published(client: Client) -> None:
+    worker_key("create", "gpu-1", "--class", "cpu")
+    worker_key("create", "gpu-2", "--class", "cpu")
+    assert "revoked worker gpu-2's key" in worker_key("revoke", "gpu-2")[0]
+    with pytest.raises(CommandError, match="no unrevoked key"):
+        worker_key("revoke", "gpu-2")
+    published = {key["name"]: key for key in client.get("/api/v1/workers").json()["workers"]}
+    assert published["gpu-1"]["revokedAt"] is None and published["gpu-2"]["revokedAt"].endswith("Z")
+    assert published["gpu-1"]["keyId"] == WorkerKey.objects.get(name="gpu-1").key_id
+    assert published["gpu-1"]["classes"] == ["cpu"]
+    listed = worker_key("list")[0]
+    assert "gpu-1  cpu" in listed and "revoked" in listed
+
+
 def test_the_local_key_is_made_once_and_again_when_the_registry_no_longer_holds_it(
     settings: Any, tmp_path: Path
 ) -> None:
@@ -54,6 +74,30 @@ def test_the_local_key_is_made_once_and_again_when_the_registry_no_longer_holds_
     second = read_key_file(local_worker_key("cpu").read_text())
     assert second.key_id != first.key_id and second.name != first.name
     assert WorkerKey.objects.filter(revoked_at=None).count() == 1
+
+
+def test_verify_attestations_checks_every_stored_one(demo: Callable[[str], Run]) -> None:
+    run = demo("rmsnorm-row-loop")
+    request = attested.finish(request_rerun(run, user=None), harness_result(median=1e12))
+    out = io.StringIO()
+    call_command("verify_attestations", stdout=out)
+    assert "1 of 1 attestation(s) verified" in out.getvalue()
+    # A key revoked after the attestation was taken in leaves it standing...
+    assert revoke_worker_key(attested.WORKER)
+    call_command("verify_attestations", stdout=io.StringIO())
+    # ...one revoked before does not, nor does a stored envelope that was changed.
+    assert request.finished_at is not None
+    WorkerKey.objects.update(revoked_at=request.finished_at - timedelta(seconds=1))
+    with pytest.raises(CommandError, match="1 attestation"):
+        call_command("verify_attestations", stdout=io.StringIO())
+    WorkerKey.objects.update(revoked_at=None)
+    stored = RerunAttestation.objects.get()
+    stored.envelope["payload"] = stored.envelope["payload"][:-8] + "AAAAAAA="
+    stored.save()
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="1 attestation"):
+        call_command("verify_attestations", stdout=out)
+    assert f"rerun #{request.pk} attempt 1: NOT verified" in out.getvalue()
 
 
 def test_the_admin_registers_a_key_by_its_public_half_and_revokes_it(client: Client) -> None:
