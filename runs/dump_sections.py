@@ -315,8 +315,8 @@ def _keep_attestations(
 def _result_run(
     batch: SectionBatch, item: SectionItem, line: dump_format.RerunLine, runs: dict[str, int]
 ) -> int | None:
-    if line.resultRun is None:
-        return None
+    if line.resultRun is None or line.attestation is None:
+        return None  # without an attestation the dump's result run was not imported (records.sources.dump)
     result = runs.get(line.resultRun)
     if result is None:
         if not Run.objects.filter(run_id=line.resultRun).exists():

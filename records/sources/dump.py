@@ -25,10 +25,12 @@ Every JSON line is canonical (RFC 8785) and every file is sorted, and the
 gzip headers carry no name and no time, so the same index always gives the
 same bytes. The reader checks every file against the manifest's sha256
 before it reads a line, and every rerun's attestation against the dump's
-worker keys before it reads a run. It yields a section's lines as
-SectionItems, JSON checked and nothing more: the app that owns a section
-validates its lines (with the line models below for runs' own) and applies
-them.
+worker keys before it reads a run: a run shaped like a rerun's result
+(records.rerun.rerun_result_shape) is imported only where a rerun's verified
+attestation names the run it reran, and the rerun line names it as its
+result. It yields a section's lines as SectionItems, JSON checked and
+nothing more: the app that owns a section validates its lines (with the line
+models below for runs' own) and applies them.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from pydantic import Field
 from records.attestation import AttestationError, PublishedKey, key_set, moment, verify_with_key_set
 from records.errors import RecordError
 from records.manifest import manifest_item, seal
+from records.rerun import RERUN_EXTERNAL_PREFIX, rerun_result_shape
 from records.schema import DocumentError, parse_timestamp
 from records.sources.base import (
     BoardItem,
@@ -59,6 +62,7 @@ from records.sources.base import (
     ReferenceItem,
     RunStateItem,
     SectionItem,
+    SkippedItem,
     SourceRecord,
     StatusChangeItem,
     VersionItem,
@@ -69,7 +73,7 @@ from records.sources.base import (
 
 FORMAT = "kernelindex-dump"
 # Version 2 added the sections (reruns, evidence, notes, reports); version 3 the workers' keys and each rerun's
-# attestation. Older dumps still read.
+# attestation. Older dumps still read; their reruns' results, which nothing attests, are left out.
 VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 MANIFEST_FILE = "manifest.json"
@@ -306,11 +310,11 @@ class DumpAdapter:
         # Every file the manifest lists is checked before a line is read, so a damaged one writes nothing.
         for name, entry in sorted(manifest.files.items()):
             check_sha256(path / name, entry.sha256)
-        attested_results(path, manifest)
+        attested = attested_results(path, manifest)
         try:
             yield from _definitions(path / DEFINITIONS_FILE, progress)
             yield from _boards(path / BOARDS_FILE, progress)
-            yield from _runs(path / RUNS_FILE, progress)
+            yield from _runs(path / RUNS_FILE, progress, attested)
             yield from _history(path / HISTORY_FILE, progress)
             # After the runs' history (which needs the runs), before the documents: a section's lines
             # name runs, never documents.
@@ -371,9 +375,26 @@ def _definitions(path: Path, progress: Progress) -> Iterator[DefinitionItem]:
         )
 
 
-def _runs(path: Path, progress: Progress) -> Iterator[Item]:
+def _runs(path: Path, progress: Progress, attested: dict[str, RerunLine]) -> Iterator[Item]:
+    """The runs; a rerun's result only where a verified attestation vouches for it (attested_results)."""
     for line, value in iter_json_lines(path, progress):
-        yield manifest_item(value, path, line, redigest=False)
+        shaped = rerun_result_shape(value) is not None
+        item = manifest_item(value, path, line, redigest=False, rerun_result=shaped)
+        if shaped and not _attested_result(item.run.value, attested.get(item.run.digest)):
+            yield SkippedItem(line, "a rerun's result that no attestation in this dump vouches for: not imported")
+            continue
+        yield item
+
+
+def _attested_result(run: dict[str, Any], rerun: RerunLine | None) -> bool:
+    """Whether the run is the result its rerun line names: of the run and version the attestation names."""
+    if rerun is None:
+        return False
+    spec = run["spec"]
+    native = spec.get("sourceNative") or {}
+    return spec.get("rerunOf") == {"runId": rerun.run, "digest": rerun.runDigest} and native.get("externalId") == (
+        f"{RERUN_EXTERNAL_PREFIX}{rerun.run}/{rerun.number}"
+    )
 
 
 class WorkerLine(PublishedKey):

@@ -248,7 +248,8 @@ def test_a_manifest_naming_a_file_outside_its_folder_is_refused(
 
 def test_a_version_1_dump_still_imports_without_sections(decided: Any, import_runs: ImportRuns, tmp_path: Path) -> None:
     dump_into(tmp_path / "dump")
-    runs = sorted(Run.objects.values_list("run_id", "digest"))
+    # A version 1 dump carries no reruns, so nothing attests their results: those are left out.
+    runs = sorted(Run.objects.exclude(external_id__startswith="rerun/").values_list("run_id", "digest"))
     forget_everything()
 
     def as_version_1(manifest: dict[str, Any]) -> None:
@@ -291,6 +292,19 @@ def test_a_dump_whose_attestation_does_not_verify_imports_nothing(
     output = import_runs(tmp_path / "dump", fails=True)
     assert "reruns.jsonl.gz" in output and "field attestation" in output and "does not verify" in output
     assert not Run.objects.exists() and not RerunRequest.objects.exists() and not Document.objects.exists()
+
+
+def test_a_rerun_result_no_attestation_vouches_for_is_left_out(
+    decided: Any, import_runs: ImportRuns, tmp_path: Path
+) -> None:
+    dump_into(tmp_path / "dump")
+    results = set(RerunRequest.objects.exclude(result_run=None).values_list("result_run__run_id", flat=True))
+    forget_everything()
+    rewrite_reruns(tmp_path / "dump", lambda line: line.update(attestation=None))
+    output = import_runs(tmp_path / "dump")
+    assert "a rerun's result that no attestation in this dump vouches for: not imported" in output
+    assert results and not Run.objects.filter(run_id__in=results).exists()
+    assert RerunRequest.objects.count() == 3 and not RerunRequest.objects.exclude(result_run=None).exists()
 
 
 def test_a_mirror_verifies_with_the_dumps_keys_and_never_takes_them_for_its_own(
