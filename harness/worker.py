@@ -45,6 +45,7 @@ from records.attestation import (
     STATEMENT_PAYLOAD_TYPE,
     AttestationError,
     WorkerIdentity,
+    moment,
     read_key_file,
     rerun_statement,
     sign_envelope,
@@ -260,8 +261,10 @@ class WorkerState:
     heartbeat_seconds: float
     send: Callable[[dict[str, Any]], bool]
     job: str | None = None
-    # Jobs this process took already: a job sent twice (the site's sweep sends again what waits long) runs once.
-    taken: set[str] = field(default_factory=set)
+    # The jobs this process took, and when. The site's sweep sends a job again while it waits: a copy sent before
+    # the job was taken is that, and is dropped; one sent after means the site never heard it was taken (the
+    # message was lost with the broker), and it runs again.
+    taken: dict[str, datetime] = field(default_factory=dict)
     stopped: threading.Event = field(default_factory=threading.Event)
 
     def say(self, kind: str, **fields: Any) -> bool:
@@ -278,10 +281,15 @@ class WorkerState:
         except JobError as refusal:
             logger.error("a job refused: %s", refusal)
             return
-        if job.hardwareClass != self.hardware or job.jobId in self.taken:
-            logger.warning("job %s (class %s) is not for this worker, or taken already", job.jobId, job.hardwareClass)
+        if job.hardwareClass != self.hardware:
+            logger.error(
+                "job %s is for class %s, not this worker's %s: dropped", job.jobId, job.hardwareClass, self.hardware
+            )
             return
-        self.taken.add(job.jobId)
+        if job.jobId in self.taken and moment(job.sentAt) <= self.taken[job.jobId]:
+            logger.info("job %s was sent again before this worker took it: dropped", job.jobId)
+            return
+        self.taken[job.jobId] = datetime.now(UTC)
         self.job = job.jobId
         try:
             self.say("started", job=job.jobId, classes=[self.hardware])

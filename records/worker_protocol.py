@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from records.attestation import JOB_ID_PATTERN, WORKER_NAME_PATTERN
+from records.attestation import JOB_ID_PATTERN, WORKER_NAME_PATTERN, AttestationError, moment
 
 # Task names and the results queue, as both sides send and consume them.
 JOB_TASK = "kernelindex.rerun_job"
@@ -62,6 +62,18 @@ class RerunJob(_Closed):
     workload: dict[str, Any]
     implementation: dict[str, Any]
     harness: dict[str, str | int | float | bool]
+    # When the site sent this copy (its clock): the sweep sends a job again while it waits, and a worker runs a
+    # copy again only if it was sent after the worker took the job, when the site cannot have heard it did.
+    sentAt: str = Field(max_length=40)  # noqa: N815
+
+    @field_validator("sentAt")
+    @classmethod
+    def _a_time(cls, text: str) -> str:
+        try:
+            moment(text)
+        except AttestationError as error:
+            raise ValueError(str(error)) from None
+        return text
 
     @field_validator("harness")
     @classmethod

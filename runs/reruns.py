@@ -205,6 +205,7 @@ def rerun_job(request: RerunRequest) -> dict[str, Any]:
         workload=documents.workload,
         implementation=documents.implementation,
         harness=harness_options(request),
+        sentAt=timezone.now().isoformat().replace("+00:00", "Z"),
     )
     return job.model_dump()
 

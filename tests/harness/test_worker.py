@@ -25,6 +25,7 @@ JOB: dict[str, Any] = {
     "workload": {"spec": {"definition": {"document": {"name": "d"}}, "cases": [{"uuid": "c1"}]}},
     "implementation": {"spec": {"solution": {"name": "s"}}},
     "harness": {"device": "cpu", "protocol": "kernelindex", "timeout": 120, "memory-mb": 1024},
+    "sentAt": "2026-08-24T10:00:00Z",
 }
 
 
@@ -52,12 +53,15 @@ def kinds(sent: list[dict[str, Any]]) -> list[str]:
     return [json.loads(base64.b64decode(message["payload"]))["type"] for message in sent]
 
 
-def test_a_job_runs_once_however_often_it_is_sent(state: Any) -> None:
+def test_a_job_runs_once_however_often_it_was_sent_before_it_was_taken(state: Any) -> None:
     worker_state, sent, ran = state
     worker_state.run(JOB)
     worker_state.run(JOB)
     assert ran == ["a" * 32]
     assert kinds(sent) == ["started", "result"]
+    # Sent again after it was taken: the site never heard of it (its "started" was lost), so it runs again.
+    worker_state.run(JOB | {"sentAt": "2999-01-01T00:00:00Z"})
+    assert ran == ["a" * 32] * 2 and kinds(sent) == ["started", "result"] * 2
 
 
 @pytest.mark.parametrize(
@@ -70,6 +74,7 @@ def test_a_job_runs_once_however_often_it_is_sent(state: Any) -> None:
         {"jobId": "../../etc"},
         {"workload": "not a document"},
         {"extra": "field"},
+        {"sentAt": "yesterday"},
     ],
 )
 def test_a_job_it_may_not_run_is_dropped_unrun_and_unanswered(state: Any, change: dict[str, Any]) -> None:

@@ -161,6 +161,7 @@ def test_a_job_sets_only_the_harness_options_it_may(harness: dict[str, Any], why
         "workload": {},
         "implementation": {},
         "harness": {"device": "cpu"},
+        "sentAt": "2026-08-24T10:00:00Z",
     }
     assert RerunJob.model_validate(job).harness == {"device": "cpu"}
     with pytest.raises(ValueError, match=why):
