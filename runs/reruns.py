@@ -26,6 +26,7 @@ from django.conf import settings
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -492,10 +493,16 @@ class SweepResult:
     failed: int = 0
 
 
+# When the sweep last ran (runs.reruns.sweep_reruns), kept in the cache that every process of the site shares.
+SWEPT_AT = "reruns:swept-at"
+
+
 def sweep_reruns() -> SweepResult:
     """Send again what the broker lost; take back, retry or fail what a lost worker left running."""
     now = timezone.now()
     swept = SweepResult()
+    last = cache.get(SWEPT_AT)
+    cache.set(SWEPT_AT, now, timeout=None)
     resend_before = now - timedelta(seconds=settings.RERUN_RESEND_AFTER_SECONDS)
     waiting = (
         RerunRequest.objects.filter(state=RerunRequest.State.QUEUED)
@@ -505,6 +512,10 @@ def sweep_reruns() -> SweepResult:
     for request_id in waiting.values_list("pk", flat=True):
         swept.resent += send_rerun(request_id)
     stale_before = now - timedelta(seconds=settings.RERUN_STALE_AFTER_SECONDS)
+    if last is not None and last < stale_before:
+        # The site itself was away (its worker restarted, or the host stalled) for longer than a worker may be
+        # silent: the beats sent meanwhile may still wait on the results queue, so no silence proves anything yet.
+        return swept
     for request in RerunRequest.objects.filter(state=RerunRequest.State.RUNNING, heartbeat_at__lt=stale_before):
         if _take_back(request, stale_before):
             swept.retried += 1
