@@ -1,5 +1,5 @@
 # make run   set up on embedded defaults (SQLite, filesystem broker), import the sample and demo data,
-#            serve + a worker (with the periodic sweep) that reruns kernels on this machine's CPU
+#            serve + the web tier's worker (with the periodic sweep) + a rerun worker for this machine
 # make test  the whole test suite (set DATABASE_URL / REDIS_URL to run it on PostgreSQL and Redis)
 # make check lint, format, types and migrations
 
@@ -12,7 +12,7 @@ SEED := tests/seed/run-01a0352b.manifest.json
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run setup sandbox serve worker beat test check clean
+.PHONY: run setup sandbox serve worker rerun-worker beat test check clean
 
 # The web app's requirements, the development tools, and the harness's (PyTorch) for reruns; on a host with an
 # NVIDIA driver, the harness's CUDA requirements too (CUPTI, with which the kernel's calls are timed).
@@ -38,10 +38,11 @@ setup: $(if $(filter .venv,$(VENV)),$(VENV)/.installed) sandbox
 	$(BIN)/python manage.py import_runs demo
 	$(BIN)/python manage.py import_runs --redigest $(SEED)
 
-# The worker (with the periodic sweep, -B) runs beside the server; Ctrl-C stops both within seconds
+# The web tier's worker (with the periodic sweep, -B) and a rerun worker with this machine's own key
+# (var/worker-local.key, made on first start) run beside the server; Ctrl-C stops all three within seconds
 # (deploy/run.py). Permalinks and citations name http://HOST:PORT unless SITE_URL is set.
 run: setup
-	@echo "KernelIndex on http://$(HOST):$(PORT)/ (Ctrl-C stops the server and the worker)"
+	@echo "KernelIndex on http://$(HOST):$(PORT)/ (Ctrl-C stops the server and the workers)"
 	exec $(BIN)/python deploy/run.py --host $(HOST) --port $(PORT)
 
 # Production: nginx on HOST:PORT takes the clients (slow ones too) and serves /static/, gunicorn sits behind it
@@ -52,9 +53,21 @@ serve: $(if $(filter .venv,$(VENV)),$(VENV)/.installed)
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	exec $(BIN)/python deploy/serve.py --host $(HOST) --port $(PORT)
 
-# A worker consumes the rerun queue of the hardware it detects (reruns.cpu, reruns.nvidia-h100, ...).
-worker: $(VENV)/.installed sandbox
+# The web tier's worker, beside the site: the results queue (the collector) and the default queue. No kernel.
+worker: $(VENV)/.installed
 	$(BIN)/celery -A kernelindex worker --loglevel=info
+
+# A GPU host's rerun worker: the harness's requirements alone (no web app, no database), the sandbox, and
+# python -m harness.worker, which reads KERNELINDEX_BROKER_URL, KERNELINDEX_WORKER_KEY_FILE (the file
+# `manage.py worker_key create` printed) and KERNELINDEX_HARDWARE_CLASS (default: the key's one class).
+$(VENV)/.installed-harness: requirements-harness.txt requirements-harness-cuda.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r $(HARNESS_REQUIREMENTS)
+	touch $@
+
+rerun-worker: $(if $(filter .venv,$(VENV)),$(VENV)/.installed-harness) sandbox
+	$(BIN)/python -m harness.worker
 
 # The periodic sweep: exactly one per deployment, beside any number of workers.
 beat: $(VENV)/.installed

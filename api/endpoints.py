@@ -37,7 +37,7 @@ from records.errors import RecordError
 from records.identity import RUN_ID_PATTERN
 from runs import pages, serializers
 from runs.forms import HARDWARE_MAX_LENGTH, RunSearchForm
-from runs.models import Definition, RerunRequest
+from runs.models import Definition, RerunRequest, WorkerKey
 from runs.selectors import (
     RerunRow,
     document_value,
@@ -317,3 +317,15 @@ def get_rerun(
     result = document_value(result_run.digest) if result_run else None
     row = RerunRow(found, result["spec"] if result else None, run.latency_ns, found.hardware == run_hardware_class(run))
     return {"run": {"runId": run.run_id, "url": run.get_absolute_url()}, **serializers.rerun_json(row)}
+
+
+@api.get(
+    "/workers",
+    operation_id="listWorkers",
+    summary="The rerun workers' keys",
+    response={200: schemas.Workers, **problems()},
+)
+def list_workers(request: HttpRequest) -> Any:
+    """Every rerun worker's public key, with its revocation: what checks the attestation a rerun links
+    (`python -m records.attestation verify ATTESTATION --keys workers.json`)."""
+    return {"workers": [serializers.worker_key_json(key) for key in WorkerKey.objects.order_by("key_id")]}

@@ -300,4 +300,22 @@ class Rerun(Out):
     requested_at: str | None
     finished_at: str | None
     result_run: ResultRun | None
+    attestation: str | None = Field(
+        description="Where the DSSE envelope its worker signed is published; none before it finished with one."
+    )
     cases: list[dict[str, Any]]
+
+
+class Worker(Out):
+    """A rerun worker's registered key (records.attestation.PublishedKey)."""
+
+    name: str
+    classes: list[str] = Field(description="The hardware classes it may attest reruns on.")
+    public_key: str = Field(description="ed25519: its 32 raw bytes, base64.")
+    key_id: str = Field(description="sha256 of the raw public key: the keyid its DSSE signatures name.")
+    created_at: str
+    revoked_at: str | None = Field(description="From this time on nothing signed with the key is taken.")
+
+
+class Workers(Out):
+    workers: list[Worker]

@@ -28,19 +28,22 @@ sys.path.insert(0, str(DEMO.parent))
 
 from build import SOLUTIONS, Solution  # noqa: E402
 
-from records.rerun import DEFAULT_CASE_BUDGET_SECONDS, rerun_harness_options  # noqa: E402
+from records.rerun import DEFAULT_CASE_BUDGET_SECONDS  # noqa: E402
+from records.worker_protocol import harness_arguments, rerun_harness_options  # noqa: E402
 
 TOLERANCE = 0.10
 
 
 def evaluation(solution: Solution) -> dict[str, Any]:
     definition = DEMO / "definitions" / solution.definition
-    options = rerun_harness_options(
-        device="cpu",
-        protocol="kernelindex",
-        tolerance=TOLERANCE,
-        case_budget=DEFAULT_CASE_BUDGET_SECONDS,
-        timeout=600,
+    options = harness_arguments(
+        rerun_harness_options(
+            device="cpu",
+            protocol="kernelindex",
+            tolerance=TOLERANCE,
+            case_budget=DEFAULT_CASE_BUDGET_SECONDS,
+            timeout=600,
+        )
     )
     with tempfile.TemporaryDirectory() as folder:
         output = Path(folder) / "result.json"

@@ -1,16 +1,22 @@
-"""Run KernelIndex for development: Django's runserver, and a Celery worker with the periodic sweep (-B) beside it.
+"""Run KernelIndex for development on one machine: Django's runserver, the web tier's Celery worker with the
+periodic sweep (-B), and a rerun worker for this machine's hardware class, as production runs them apart.
 
-`make run` runs this after its setup. Each of the two starts in a process group of
-its own, so that it can be stopped whole: runserver is two processes (its
-autoreloader and the server it restarts), the worker several (its pool, the
-beat). Ctrl-C (SIGINT to the terminal's group: make and this script) or SIGTERM
-asks both to stop: SIGTERM to runserver's group, and to the worker's main
-process alone (a pool process stopped under it is replaced). Whatever is left
-after STOP_TIMEOUT seconds is killed, group and all: Celery's warm shutdown
-takes five to ten seconds even when idle (its timer thread sleeps on), and a
-worker in the middle of a rerun would finish it first (the rerun is
-acknowledged late, so a worker takes it again). If either stops by itself, the
-other is stopped too and this exits non-zero.
+`make run` runs this after its setup. The rerun worker is `manage.py
+local_worker`, which makes and registers this machine's own key on first start
+(var/worker-local.key, never in the repository) and then becomes `python -m
+harness.worker` with the broker and that key alone: no database, no settings.
+
+Each of the three starts in a process group of its own, so that it can be
+stopped whole: runserver is two processes (its autoreloader and the server it
+restarts), the web worker several (its pool, the beat), the rerun worker its
+harness while a rerun runs. Ctrl-C (SIGINT to the terminal's group: make and
+this script) or SIGTERM asks all to stop: SIGTERM to runserver's group, and to
+each worker's main process alone (a pool process stopped under it is
+replaced). Whatever is left after STOP_TIMEOUT seconds is killed, group and
+all: Celery's warm shutdown takes five to ten seconds even when idle (its timer
+thread sleeps on), and a worker in the middle of a rerun would finish it first
+(the job is acknowledged late, and the sweep sends it again). If one stops by
+itself, the others are stopped too and this exits non-zero.
 
 The server's address reaches both as HOST and PORT, from which the settings make
 SITE_URL (permalinks and citations) unless SITE_URL is set.
@@ -49,6 +55,7 @@ def main() -> int:
     # (command, whether SIGTERM goes to its whole group or to its main process alone)
     commands = [
         ([sys.executable, "-m", "celery", "-A", "kernelindex", "worker", "-B", "--loglevel=warning"], False),
+        ([sys.executable, "manage.py", "local_worker", "--", "--loglevel=warning"], False),
         ([sys.executable, "manage.py", "runserver", address], True),
     ]
     children: list[Child] = []

@@ -14,6 +14,7 @@ from typing import Any
 
 from records.canonical import CanonicalizationError, canonical_bytes, canonical_text, digest_of_bytes, is_digest
 from records.errors import RecordError
+from records.rerun import rerun_result_shape
 from records.schema import REFERENCE_FIELDS, ROLES, DocumentError, validate_document
 
 MANIFEST_ROLES = ("run", "protocol", "environment", "workload", "implementation")
@@ -79,11 +80,16 @@ def assemble(
     return RunItem(line, documents, id_field=id_field)
 
 
-def manifest_item(value: Any, path: Path, line: int | None, *, redigest: bool, prefix: str = "") -> RunItem:
+def manifest_item(
+    value: Any, path: Path, line: int | None, *, redigest: bool, prefix: str = "", rerun_result: bool = False
+) -> RunItem:
     """A manifest made elsewhere: check that every digest the run declares is the digest we compute.
 
     With `redigest`, a run whose declared digests were made by another recipe
-    is pointed at our digests instead, and each declared value is kept.
+    is pointed at our digests instead, and each declared value is kept. A
+    manifest shaped like a rerun's result (records.rerun.rerun_result_shape) is
+    refused, naming the field, unless `rerun_result` says its writer may write
+    one (the collector, on a verified attestation; a dump whose reruns attest it).
     """
 
     def fail(field_name: str, message: str) -> RecordError:
@@ -91,6 +97,8 @@ def manifest_item(value: Any, path: Path, line: int | None, *, redigest: bool, p
 
     if not isinstance(value, dict):
         raise fail("", "a manifest is a JSON object with run, protocol and environment")
+    if not rerun_result and (shape := rerun_result_shape(value)) is not None:
+        raise fail(*shape)
     unknown = set(value) - set(MANIFEST_ROLES) - set(INDEX_MEMBERS) - {"provenance"}
     if unknown:
         raise fail(sorted(unknown)[0], f"unknown manifest member; expected {', '.join(MANIFEST_ROLES)}")

@@ -96,27 +96,6 @@ def rerun_precision(tolerance: float) -> float:
     return tolerance / 2
 
 
-def rerun_harness_options(
-    *,
-    device: str,
-    protocol: str,
-    tolerance: float,
-    case_budget: float,
-    timeout: float,
-    memory_mb: int | None = None,
-    unsandboxed: bool = False,
-) -> list[str]:
-    """The options of `python -m harness run` (after its files) for a rerun judged by this rule: every rerun,
-    the worker's and a benchmark's, is run with these."""
-    options = ["--device", device, "--protocol", protocol, "--timeout", f"{timeout:g}"]
-    options += ["--precision", f"{rerun_precision(tolerance):g}", "--case-budget", f"{case_budget:g}"]
-    if memory_mb:
-        options += ["--memory-mb", str(memory_mb)]
-    if unsandboxed:
-        options.append("--unsandboxed")
-    return options
-
-
 def evidence_rule(tolerance: float, version: int = RULE_VERSION) -> str:
     """The rule as the pages state it, with the tolerance (a fraction) it was applied with."""
     return EVIDENCE_RULE.format(version=version, tolerance=f"±{tolerance:.0%}", run_to_run=f"{RUN_TO_RUN:g}×")
@@ -375,6 +354,45 @@ def rerun_external_id(of: RerunOf) -> str:
 def may_be_rerun_result(source: str, external_id: str) -> bool:
     """Whether a run may be a rerun's result, by the id rerun_manifest gives it; every other run is not."""
     return source == NATIVE_SOURCE and external_id.startswith(RERUN_EXTERNAL_PREFIX)
+
+
+# The harness name a rerun's protocol document names (harness.HARNESS_NAME): KernelIndex's own measurements.
+RERUN_HARNESS = "kernelindex-harness"
+
+
+def rerun_result_shape(manifest: Mapping[str, Any]) -> tuple[str, str] | None:
+    """Where a manifest looks like a rerun's result (what rerun_manifest makes), as (field, why); else None.
+
+    Only the collector writes those, from a worker's signed attestation, and an import of a dump whose reruns
+    attest them: every other writer is refused, whatever else it holds.
+    """
+    run = manifest.get("run")
+    spec = run.get("spec") if isinstance(run, Mapping) else None
+    if not isinstance(spec, Mapping):
+        return None
+    if "rerunOf" in spec:
+        return "run.spec.rerunOf", "only a KernelIndex rerun's result names a run it reran (rerunOf)"
+    native = spec.get("sourceNative")
+    native = native if isinstance(native, Mapping) else {}
+    external_id = native.get("externalId")
+    if native.get("source", NATIVE_SOURCE) == NATIVE_SOURCE and str(external_id or "").startswith(
+        RERUN_EXTERNAL_PREFIX
+    ):
+        said = f"the external ids {RERUN_EXTERNAL_PREFIX}… are KernelIndex's reruns' results; give the run another id"
+        return "run.spec.sourceNative.externalId", said
+    protocol = manifest.get("protocol")
+    protocol_spec = protocol.get("spec") if isinstance(protocol, Mapping) else None
+    if isinstance(protocol_spec, Mapping):
+        harness = protocol_spec.get("harness")
+        if isinstance(harness, Mapping) and harness.get("name") == RERUN_HARNESS:
+            said = f"{RERUN_HARNESS} names KernelIndex's own reruns; name the harness that measured this run"
+            return "protocol.spec.harness.name", said
+        comparability = protocol_spec.get("comparability")
+        family = comparability.get("family") if isinstance(comparability, Mapping) else None
+        if isinstance(family, str) and family.startswith(f"{RERUN_FAMILY}/"):
+            said = f"the comparability families {RERUN_FAMILY}/… are KernelIndex's reruns'; name your protocol's own"
+            return "protocol.spec.comparability.family", said
+    return None
 
 
 def rerun_manifest(

@@ -6,6 +6,7 @@ a run's change page lists that history together with the moderation of its notes
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -19,12 +20,24 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from records.sources.hardware import CLASSES
+from records.attestation import WORKER_NAME_PATTERN, AttestationError, key_id, load_public_key
+from records.sources.hardware import CLASSES, UnknownHardwareClassError, hardware_class_named
 from runs.display import format_latency
-from runs.models import ComparisonGroup, Definition, Document, ImportLog, RerunRequest, RerunWorker, Run, SourceBoard
+from runs.models import (
+    ComparisonGroup,
+    Definition,
+    Document,
+    ImportLog,
+    RerunRequest,
+    RerunWorker,
+    Run,
+    SourceBoard,
+    WorkerKey,
+)
 from runs.reruns import RerunRefusedError, cancel_rerun, may_request_rerun, queued_message, request_rerun
 from runs.selectors import live_hardware_classes
 from runs.services import restore_run, withdraw_run
+from runs.worker_keys import revoke_worker_key
 
 MODERATION_HISTORY_ROWS = 200
 
@@ -275,3 +288,72 @@ class RerunWorkerAdmin(ReadOnlyAdmin):
             request, f"Classes with a live worker: {serving}. A rerun requested on any other waits: {waiting}."
         )
         return super().changelist_view(request, extra_context)
+
+
+class WorkerKeyForm(forms.ModelForm):  # type: ignore[type-arg]
+    """A worker registered by its public key, where its key was made on the worker's host (the private half
+    never leaves it). `manage.py worker_key create` makes both halves instead and prints the private one once."""
+
+    class Meta:
+        model = WorkerKey
+        fields = ("name", "hardware", "public_key")
+        labels = {"hardware": "Hardware classes (comma-separated)"}
+
+    def clean_name(self) -> str:
+        name: str = self.cleaned_data["name"]
+        if not re.fullmatch(WORKER_NAME_PATTERN, name):
+            raise forms.ValidationError("Letters, digits, '.', '_' and '-', at most 100.")
+        return name
+
+    def clean_hardware(self) -> str:
+        try:
+            names = sorted(
+                {hardware_class_named(name.strip()).name for name in self.cleaned_data["hardware"].split(",")}
+            )
+        except UnknownHardwareClassError as unknown:
+            raise forms.ValidationError(str(unknown)) from None
+        return ",".join(names)
+
+    def clean_public_key(self) -> str:
+        text: str = self.cleaned_data["public_key"].strip()
+        try:
+            load_public_key(text)
+        except AttestationError as error:
+            raise forms.ValidationError(str(error)) from None
+        if WorkerKey.objects.filter(key_id=key_id(text)).exists():
+            raise forms.ValidationError("This key is registered already.")
+        return text
+
+    def save(self, commit: bool = True) -> WorkerKey:
+        key: WorkerKey = super().save(commit=False)
+        key.key_id, key.created_at = key_id(key.public_key), timezone.now()
+        if commit:
+            key.save()
+        return key
+
+
+@admin.register(WorkerKey)
+class WorkerKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """The worker registry: who may write a rerun's result. A key is added, revoked, never edited or deleted."""
+
+    form = WorkerKeyForm
+    list_display = ("name", "hardware", "key_id", "created_at", "revoked_at", "registered_here")
+    list_filter = ("revoked_at", "registered_here")
+    search_fields = ("name", "key_id")
+    actions = ("revoke",)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        fields = ("name", "hardware", "public_key", "key_id", "created_at", "revoked_at", "registered_here")
+        return fields if obj is not None else ()
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # its attestations name it: a key is revoked, never deleted
+
+    @admin.action(
+        description="Revoke the selected keys (nothing they sign is taken from now on)", permissions=["change"]
+    )
+    def revoke(self, request: HttpRequest, queryset: QuerySet[WorkerKey]) -> None:
+        revoked = [key for key in queryset.filter(registered_here=True) if revoke_worker_key(key.name)]
+        for key in revoked:
+            self.log_change(request, key, f"Revoked worker {key.name}'s key")
+        messages.info(request, f"{len(revoked)} key(s) revoked.")

@@ -9,7 +9,7 @@ A section is one file of canonical JSON lines and two functions: `lines`
 yields them, sorted by a stable key, each holding only what a public page
 shows; `apply` writes a batch of them for the runs the import created (a run
 the database held before keeps its own reruns, notes and reports), keeping
-their dates. runs registers its own two below (reruns, evidence). The
+their dates. runs registers its own three below (workers, reruns, evidence). The
 community's notes and the issue reports' statuses are attestations' rows:
 runs never imports attestations (tests/web/test_package_layers.py), so
 attestations registers its sections from its AppConfig.ready
@@ -33,17 +33,20 @@ from typing import Any, TypeVar
 from django.core.management.color import no_style
 from django.db import connection
 from django.db.models import Exists, OuterRef, Prefetch, Q
+from pydantic import BaseModel
 
+from records.attestation import stored_statement
 from records.canonical import canonical_text
 from records.errors import RecordError
 from records.schema import parse_timestamp
 from records.sources import dump as dump_format
-from records.sources.base import SectionItem, SourceRecord, validate_record
+from records.sources.base import SectionItem, validate_record
 from runs.figures import refresh_group_figures, refresh_run_counters
-from runs.models import EvidenceChange, RerunRequest, Run, RunVersion
+from runs.models import EvidenceChange, RerunAttestation, RerunRequest, Run, RunVersion, WorkerKey
+from runs.serializers import utc_text, worker_key_json
 
 CHUNK = 1000
-M = TypeVar("M", bound=SourceRecord)
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -133,7 +136,7 @@ def timestamp(batch: SectionBatch, item: SectionItem, text: str, field: str) -> 
 
 
 def iso(value: datetime | None) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+    return utc_text(value)
 
 
 def reset_sequence(model: type[Any]) -> None:
@@ -145,11 +148,56 @@ def reset_sequence(model: type[Any]) -> None:
                 cursor.execute(statement)
 
 
+# -- workers ---------------------------------------------------------------------------
+
+
+def worker_lines() -> Iterator[str]:
+    """Every rerun worker's public key and its revocation, as /api/v1/workers publishes them, by key id."""
+    for key in WorkerKey.objects.order_by("key_id").iterator(chunk_size=CHUNK):
+        yield canonical_text(worker_key_json(key))
+
+
+def apply_workers(batch: SectionBatch) -> None:
+    """Keep the keys this site lacks, to verify the dump's attestations by (records.sources.dump checked them
+    all before a run was read). They are another site's workers': the collector never takes them."""
+    lines = batch.validated(dump_format.WorkerLine)
+    known = set(WorkerKey.objects.filter(key_id__in=[line.keyId for _, line in lines]).values_list("key_id", flat=True))
+    WorkerKey.objects.bulk_create(
+        WorkerKey(
+            name=line.name,
+            hardware=",".join(line.classes),
+            public_key=line.publicKey,
+            key_id=line.keyId,
+            created_at=timestamp(batch, item, line.createdAt, "createdAt"),
+            revoked_at=moment(batch, item, line.revokedAt, "revokedAt"),
+            registered_here=False,
+        )
+        for item, line in lines
+        if line.keyId not in known
+    )
+
+
+WORKERS = DumpSection(
+    file=dump_format.WORKERS_FILE,
+    order=5,
+    count="workers",
+    readme="""each rerun worker's public key (ed25519, base64), its key
+                      id (sha256 of the key), name, hardware classes and
+                      the time it was registered and revoked, by key id:
+                      what verifies the reruns' attestations, offline too
+                      (python -m records.attestation verify FILE --keys
+                      workers.jsonl.gz)""",
+    lines=worker_lines,
+    apply=apply_workers,
+)
+
+
 # -- reruns ----------------------------------------------------------------------------
 
 
 def rerun_lines() -> Iterator[str]:
-    """Every finished rerun by number, with what its page and twin show; never who asked, the worker or the log."""
+    """Every finished rerun by number, with what its page and twin show and its worker's signed attestation;
+    never who asked, the worker's process or the log."""
     finished = RerunRequest.objects.exclude(state__in=RerunRequest.ACTIVE_STATES).order_by("pk")
     rows = finished.values(
         "pk",
@@ -172,6 +220,7 @@ def rerun_lines() -> Iterator[str]:
         "tolerance",
         "result_run__run_id",
         "result_run__digest",
+        "attestation__envelope",
     )
     for r in rows.iterator(chunk_size=CHUNK):
         yield canonical_text(
@@ -196,6 +245,7 @@ def rerun_lines() -> Iterator[str]:
                 "tolerance": r["tolerance"],
                 "resultRun": r["result_run__run_id"],
                 "resultDigest": r["result_run__digest"],
+                "attestation": r["attestation__envelope"],
             }
         )
 
@@ -232,14 +282,41 @@ def apply_reruns(batch: SectionBatch) -> None:
         request.requested_at = times[number]
         batch.importing.reruns[number] = (request.pk, request.run_id)
     RerunRequest.objects.bulk_update([request for _, request in written], ["requested_at"])
+    _keep_attestations(batch, dict(written), lines)
     refresh_run_counters({request.run_id for _, request in written})
+
+
+def _keep_attestations(
+    batch: SectionBatch, written: dict[int, RerunRequest], lines: list[tuple[SectionItem, dump_format.RerunLine]]
+) -> None:
+    """Each imported rerun's attestation (verified as the dump was read), as the one its verdict stands on."""
+    for item, line in lines:
+        request = written.get(line.number)
+        if request is None or line.attestation is None:
+            continue
+        attested = stored_statement(line.attestation)
+        key = WorkerKey.objects.filter(key_id=attested.keyid).first()
+        if key is None:
+            raise batch.error(item, "attestation", "signed by a key the dump's workers.jsonl.gz does not hold")
+        if RerunAttestation.objects.filter(job_id=attested.job_id).exists():
+            raise batch.error(item, "attestation", f"job {attested.job_id} is attested on another rerun already")
+        request.attestation = RerunAttestation.objects.create(
+            request=request,
+            attempt=line.attempts,
+            job_id=attested.job_id,
+            worker_key=key,
+            envelope=line.attestation,
+            received_at=request.finished_at or request.requested_at,
+            harness_seconds=attested.predicate.harnessSeconds,
+        )
+        request.save(update_fields=["attestation"])
 
 
 def _result_run(
     batch: SectionBatch, item: SectionItem, line: dump_format.RerunLine, runs: dict[str, int]
 ) -> int | None:
-    if line.resultRun is None:
-        return None
+    if line.resultRun is None or line.attestation is None:
+        return None  # without an attestation the dump's result run was not imported (records.sources.dump)
     result = runs.get(line.resultRun)
     if result is None:
         if not Run.objects.filter(run_id=line.resultRun).exists():
@@ -279,8 +356,11 @@ RERUNS = DumpSection(
                       run page shows): the run and the version it reran,
                       hardware class, state, verdict and its reason, the
                       evidence rule's version and tolerance, times, attempts,
-                      failure, and its result run (a run of source
-                      "kernelindex" in runs.jsonl.gz) with its digest""",
+                      failure, its result run (a run of source
+                      "kernelindex" in runs.jsonl.gz) with its digest, and
+                      the DSSE envelope its worker signed (an in-toto
+                      statement, predicate https://kernelindex.dev/rerun/v1)
+                      whose figures decided the verdict""",
     lines=rerun_lines,
     apply=apply_reruns,
 )
@@ -367,5 +447,6 @@ EVIDENCE = DumpSection(
     apply=apply_evidence,
 )
 
+register_section(WORKERS)
 register_section(RERUNS)
 register_section(EVIDENCE)

@@ -25,6 +25,7 @@ from records.errors import RecordError
 from records.identity import NATIVE_SOURCE, run_id_for
 from records.manifest import manifest_item
 from records.reading import ReadItem, read_in_process, summarized
+from records.rerun import may_be_rerun_result
 from records.sources import ImportUnit
 from records.sources.base import (
     BoardItem,
@@ -239,13 +240,19 @@ def read_ahead(items: Iterator[ReadItem], chunk: int = 500, chunks: int = 4) -> 
 
 
 def import_manifest(manifest: dict[str, Any], origin: str) -> Run:
-    """Import one native manifest made here (a rerun's result) inside the caller's transaction; return its run."""
-    run = summarize(manifest_item(manifest, Path(origin), None, redigest=False))
+    """Import a rerun's result, made here from a verified attestation, inside the caller's transaction.
+
+    The run is new or nothing is written: a result's id is its request's, and a run already holding it
+    (whoever wrote it) would make the request's evidence someone else's.
+    """
+    run = summarize(manifest_item(manifest, Path(origin), None, redigest=False, rerun_result=True))
     with transaction.atomic(), foreign_keys_checked_as_written():
         log = ImportLog.objects.create(path=origin, source=NATIVE_SOURCE)
         importer = UnitImporter(Path(origin), NATIVE_SOURCE, log)
         importer.add_all([run])
         importer.finish()
+        if importer.result.created != 1:
+            raise RecordError(origin, None, run.id_field, f"run {run.run_id} ({run.external_id}) exists already")
     return Run.objects.get(run_id=run.run_id)
 
 
@@ -321,6 +328,12 @@ class UnitImporter:
             else:
                 changed.append((run, found[0]))
         changed = self._drop_known_versions(changed)
+        for run, _ in changed:
+            if may_be_rerun_result(run.source, run.external_id):
+                # A rerun's result is its worker's attested measurement: whoever writes, it stays as it was made.
+                raise RecordError(
+                    self.path, run.line, run.id_field, f"run {run.run_id} is a rerun's result: it never changes"
+                )
         self._resolve_definitions(new + [run for run, _ in changed])
         self._write_documents(new + [run for run, _ in changed])
         self._create_runs(new)

@@ -489,6 +489,15 @@ class RerunRequest(models.Model):
     tolerance = models.FloatField(null=True, blank=True)
     # An attempt that came out inconclusive is queued again; the sweep sends it once this time has come.
     retry_at = models.DateTimeField(null=True, blank=True)
+    # The job the current attempt is sent as, a fresh id for each attempt: only the worker that took this job
+    # can answer it, once (runs.collector).
+    job_id = models.CharField(max_length=32, blank=True, db_index=True)
+    # The registered key of the worker that took the current attempt (`worker` names its process).
+    worker_key = models.ForeignKey("WorkerKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # The signed attestation whose figures the verdict was decided on: `reevaluate` reads these, never a run.
+    attestation = models.OneToOneField(
+        "RerunAttestation", null=True, blank=True, on_delete=models.SET_NULL, related_name="decided"
+    )
 
     objects = RerunRequestQuerySet.as_manager()
 
@@ -576,7 +585,7 @@ def rule_label(version: int | None, tolerance: float | None) -> str:
 
 
 class RerunWorker(models.Model):
-    """A Celery worker that serves rerun queues, as its last heartbeat left it: live while it beats."""
+    """A rerun worker process (harness.worker), as its last signed heartbeat left it: live while it beats."""
 
     name = models.CharField(max_length=255, unique=True)
     # The hardware classes whose queues it consumes, comma-separated.
@@ -593,3 +602,69 @@ class RerunWorker(models.Model):
     @property
     def classes(self) -> list[str]:
         return [name for name in self.hardware.split(",") if name]
+
+
+class WorkerKeyQuerySet(models.QuerySet["WorkerKey"]):
+    def registered_here(self) -> WorkerKeyQuerySet:
+        """The keys of this site's own workers: the only ones whose word the collector takes."""
+        return self.filter(registered_here=True)
+
+
+class WorkerKey(models.Model):
+    """A rerun worker's public key, the one thing that lets a worker write a rerun's result.
+
+    `manage.py worker_key create NAME --class CLASS` makes one and prints its private half once; only the
+    public half is kept, and published at /api/v1/workers with its revocation. A key read from another
+    site's dump (to verify the attestations it carries) is kept beside this site's own, never taken as one.
+    """
+
+    name = models.CharField(max_length=100)
+    # The hardware classes it may attest for, comma-separated.
+    hardware = models.CharField(max_length=500)
+    public_key = models.CharField(max_length=64, help_text="ed25519: its 32 raw bytes, base64.")
+    key_id = models.CharField(max_length=DIGEST_LENGTH, unique=True, help_text="sha256 of the raw public key.")
+    created_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    registered_here = models.BooleanField(
+        default=True, help_text="False for a key read from another site's dump: it verifies, it never signs here."
+    )
+
+    objects = WorkerKeyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name", "created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["name"], condition=Q(registered_here=True), name="one_worker_key_per_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.hardware}){' revoked' if self.revoked_at else ''}"
+
+    @property
+    def classes(self) -> list[str]:
+        return [name for name in self.hardware.split(",") if name]
+
+
+class RerunAttestation(models.Model):
+    """A worker's signed attestation of one attempt of a rerun, as it came (a DSSE envelope).
+
+    Every attested attempt is kept, the inconclusive ones too; a job id is taken once (unique), so an
+    attestation sent again, for this request or another, is refused. The request's `attestation` is the one
+    its verdict stands on, published at /reruns/<id>/attestation.json.
+    """
+
+    request = models.ForeignKey(RerunRequest, on_delete=models.CASCADE, related_name="attestations")
+    attempt = models.PositiveIntegerField()
+    job_id = models.CharField(max_length=32, unique=True)
+    worker_key = models.ForeignKey(WorkerKey, on_delete=models.PROTECT, related_name="attestations")
+    envelope = models.JSONField()
+    received_at = models.DateTimeField()
+    # Beside the attestation, for moderators only: the harness's log as the worker sent it, and its time.
+    log_tail = models.TextField(blank=True)
+    harness_seconds = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["request", "attempt"]
+
+    def __str__(self) -> str:
+        return f"Rerun #{self.request_id} attempt {self.attempt} by {self.worker_key.name}"

@@ -1,58 +1,62 @@
 """Controlled reruns: asked for by moderators, run by workers on KernelIndex's own hardware.
 
-The `RerunRequest` row is the source of truth; the broker only carries its id.
-A worker claims a queued request with a conditional UPDATE, so a message
-delivered twice runs once; it writes a heartbeat while the harness runs, and
-writes the result in one transaction, only while its claim still holds. The
-sweep re-sends requests the broker lost and takes back those whose worker
-stopped heartbeating. Only a rerun's verdict moves a run's evidence level.
+The `RerunRequest` row is the source of truth. Once stored it is sent to its
+hardware class's queue as a job (records.worker_protocol.RerunJob: the run's
+documents, the harness options and a fresh job id). A rerun worker
+(harness/worker.py) holds no database: it answers with signed messages, which
+the collector (runs/collector.py) verifies before it calls the functions here.
+A request is claimed for the worker that says it took its job, with a
+conditional UPDATE, so a job delivered twice runs once for the site; its result
+is recorded in one transaction, only while that claim still holds. The sweep
+re-sends requests the broker lost and takes back those whose worker stopped
+heartbeating, each under a new job id. Only a rerun's verdict moves a run's
+evidence level.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import socket
-import subprocess
-import sys
-import tempfile
-import threading
-import time
+import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from celery import current_app
-from django import db
 from django.conf import settings
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from records.canonical import canonical_text, parse_json
+from records.attestation import AttestationError, Attested, stored_statement
 from records.rerun import (
     INCONCLUSIVE,
     RerunOf,
     Verdict,
     measured_from_result,
-    measured_from_run,
     reported_claim,
-    rerun_harness_options,
     rerun_manifest,
     verdict,
 )
 from records.sources import rerun_protocol_of
 from records.sources.hardware import UnknownHardwareClassError, hardware_class_named
-from records.sources.runnable import harness_definition
+from records.worker_protocol import JOB_TASK, RerunJob, rerun_harness_options
 from runs.figures import RUN_COUNTERS, refresh_group_figures, refresh_run_counters
 from runs.ingest import import_manifest
-from runs.models import EVIDENCE_LABELS, Document, EvidenceChange, RerunRequest, RerunWorker, Run
+from runs.models import (
+    EVIDENCE_LABELS,
+    Document,
+    EvidenceChange,
+    RerunAttestation,
+    RerunRequest,
+    RerunWorker,
+    Run,
+    WorkerKey,
+)
 from runs.models import INCONCLUSIVE as INCONCLUSIVE_LEVEL
 from runs.selectors import document_value, live_hardware_classes, run_hardware_class
 from web.scopes import RERUN_PROGRESS, RERUN_RESULT, RERUN_VERDICT
@@ -60,22 +64,6 @@ from web.scopes import RERUN_PROGRESS, RERUN_RESULT, RERUN_VERDICT
 logger = logging.getLogger(__name__)
 
 SYSTEM_USERNAME = "kernelindex"
-# runs.tasks.execute_rerun, sent by name: the task module imports this one.
-EXECUTE_TASK = "runs.tasks.execute_rerun"
-LOG_TAIL_CHARS = 4000
-# What a harness process may see of the worker's environment: nothing of the app's settings or secrets.
-# The thread counts are the machine's timing setup (see harness_environment).
-HARNESS_ENVIRONMENT = (
-    "PATH",
-    "LANG",
-    "LC_ALL",
-    "HOME",
-    "TMPDIR",
-    "CUDA_VISIBLE_DEVICES",
-    "KERNELINDEX_HARDWARE_CLASS",
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-)
 
 
 class RerunRefusedError(Exception):
@@ -85,15 +73,6 @@ class RerunRefusedError(Exception):
 def may_request_rerun(user: PermissionsMixin | AnonymousUser) -> bool:
     """Asking for a rerun (or cancelling one) needs its own permission: being staff is not enough."""
     return user.has_perm("runs.request_rerun")
-
-
-@dataclass(frozen=True)
-class HarnessOutcome:
-    """What one harness process left: its JSON result (None if it produced none), its log's tail, its time."""
-
-    result: dict[str, Any] | None
-    log_tail: str
-    seconds: float
 
 
 @dataclass(frozen=True)
@@ -109,9 +88,19 @@ class RunnableDocuments:
 
 def runnable_documents(run: Run) -> RunnableDocuments:
     """The run's definition (with its reference and cases) and solution, or RerunRefusedError saying what is missing."""
-    stored = Document.objects.in_bulk([d for d in (run.workload_digest, run.implementation_digest) if d])
-    workload = stored.get(run.workload_digest)
-    implementation = stored.get(run.implementation_digest)
+    return _runnable(run.workload_digest, run.implementation_digest)
+
+
+def requested_documents(request: RerunRequest) -> RunnableDocuments:
+    """The documents of the run's version that was asked for (a run may gain a version while its rerun waits)."""
+    spec = (document_value(request.run_digest) or {}).get("spec") or {}
+    return _runnable(str(spec.get("workloadDigest") or ""), str(spec.get("implementationDigest") or ""))
+
+
+def _runnable(workload_digest: str, implementation_digest: str) -> RunnableDocuments:
+    stored = Document.objects.in_bulk([d for d in (workload_digest, implementation_digest) if d])
+    workload = stored.get(workload_digest)
+    implementation = stored.get(implementation_digest)
     if implementation is None or not _solution_sources(implementation.value):
         raise RerunRefusedError("this run published no solution sources, so there is nothing to rerun")
     if workload is None or not _reference(workload.value):
@@ -153,6 +142,7 @@ def request_rerun(
                 hardware=hardware,
                 reason=reason.strip(),
                 requested_by=user if isinstance(user, get_user_model()) else None,
+                job_id=new_job_id(),
             )
             log_rerun(
                 request,
@@ -178,13 +168,21 @@ def queued_message(request: RerunRequest) -> str:
 
 
 def send_rerun(request_id: int, *, countdown: float | None = None) -> bool:
-    """Hand the request's id to its hardware's queue (to run `countdown` seconds from now, for a retry). With
+    """Send the request's job to its hardware's queue (to run `countdown` seconds from now, for a retry). With
     the broker down the request stays queued, unsent, and the sweep sends it again."""
-    request = RerunRequest.objects.filter(pk=request_id, state=RerunRequest.State.QUEUED).first()
+    request = RerunRequest.objects.select_related("run").filter(pk=request_id, state=RerunRequest.State.QUEUED).first()
     if request is None:
         return False
+    if not request.job_id:  # a request stored before jobs had ids
+        RerunRequest.objects.filter(pk=request.pk, job_id="").update(job_id=new_job_id())
+        request.refresh_from_db()
     try:
-        current_app.send_task(EXECUTE_TASK, args=(request.pk,), queue=request.queue, retry=False, countdown=countdown)
+        job = rerun_job(request)
+    except RerunRefusedError as refusal:
+        fail_queued(request, "NOT_RUNNABLE", str(refusal))
+        return False
+    try:
+        current_app.send_task(JOB_TASK, args=(job,), queue=request.queue, retry=False, countdown=countdown)
     except Exception as error:  # any broker failure: the sweep sends it again later
         logger.warning("rerun #%s not sent to %s: %s", request.pk, request.queue, error)
         RerunRequest.objects.filter(pk=request.pk).update(send_error=f"not sent: {error}"[:500])
@@ -193,6 +191,54 @@ def send_rerun(request_id: int, *, countdown: float | None = None) -> bool:
     kept = {} if countdown else {"retry_at": None}
     RerunRequest.objects.filter(pk=request.pk).update(sent_at=timezone.now(), send_error="", **kept)
     return True
+
+
+def new_job_id() -> str:
+    """A job's id: new for every attempt, so that an attestation answers one attempt of one request, once."""
+    return secrets.token_hex(16)
+
+
+def rerun_job(request: RerunRequest) -> dict[str, Any]:
+    """What a worker is sent (records.worker_protocol.RerunJob): all the harness needs, and nothing of the site's."""
+    documents = requested_documents(request)
+    job = RerunJob(
+        jobId=request.job_id,
+        request=request.pk,
+        run=request.run.run_id,
+        runDigest=request.run_digest,
+        hardwareClass=request.hardware,
+        workload=documents.workload,
+        implementation=documents.implementation,
+        harness=harness_options(request),
+        sentAt=timezone.now().isoformat().replace("+00:00", "Z"),
+    )
+    return job.model_dump()
+
+
+def harness_options(request: RerunRequest) -> dict[str, str | int | float | bool]:
+    """The options of `python -m harness run` for this request, one entry each (records.worker_protocol).
+
+    The rerun follows the protocol of the run's source (records.sources: SourceInfo.rerun_protocol), and takes
+    pairs until each case's speedup interval is within half the tolerance, or the case's budget ends.
+    """
+    return rerun_harness_options(
+        device=hardware_class_named(request.hardware).device,
+        protocol=rerun_protocol_of(request.run.source),
+        tolerance=settings.RERUN_TOLERANCE,
+        case_budget=settings.RERUN_CASE_BUDGET_SECONDS,
+        timeout=settings.RERUN_TIMEOUT_SECONDS,
+        memory_mb=settings.RERUN_MEMORY_MB,
+    )
+
+
+def fail_queued(request: RerunRequest, status: str, reason: str) -> None:
+    """A queued request that cannot be sent (its documents are gone) fails at once, saying why."""
+    failed = RerunRequest.objects.filter(pk=request.pk, state=RerunRequest.State.QUEUED).update(
+        state=RerunRequest.State.FAILED, finished_at=timezone.now(), failure_status=status, failure_reason=reason
+    )
+    if failed:
+        log_rerun(request, f"Rerun #{request.pk} failed: {status}: {reason}")
+        RERUN_PROGRESS.retire_on_commit(request.run)
 
 
 def cancel_rerun(request: RerunRequest, user: AbstractBaseUser | AnonymousUser) -> bool:
@@ -207,174 +253,66 @@ def cancel_rerun(request: RerunRequest, user: AbstractBaseUser | AnonymousUser) 
 
 
 # -- running -------------------------------------------------------------------------
+#
+# A worker holds no database: what it did reaches the site as signed messages, which the collector
+# (runs/collector.py) verifies and then hands to these functions.
 
 
-def execute_rerun(request_id: int) -> None:
-    """What the Celery task does: claim, run the harness with a heartbeat, record the outcome."""
-    claim = claim_rerun(request_id, worker_name())
-    if claim is None:
-        return
-    request, attempt = claim
-    try:
-        documents = runnable_documents(request.run)
-    except RerunRefusedError as refusal:
-        record_failure(request, attempt, "NOT_RUNNABLE", str(refusal))
-        return
-    with tempfile.TemporaryDirectory(prefix=f"rerun-{request.pk}-") as folder:
-        outcome = run_harness(request, attempt, documents, Path(folder))
-    if outcome is None:
-        return  # the claim was lost: another attempt owns the request now
-    if outcome.result is None:
-        record_failure(request, attempt, "HARNESS_ERROR", "the harness produced no result", outcome)
-    else:
-        record_result(request, attempt, outcome.result, outcome)
-
-
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def claim_rerun(request_id: int, worker: str) -> tuple[RerunRequest, int] | None:
-    """Take a queued request for this worker; None when another has it or it is over."""
+def claim_job(job_id: str, instance: str, key: WorkerKey) -> RerunRequest | None:
+    """A worker says it took this job: the queued request sent as this job runs now, on that worker."""
     now = timezone.now()
-    claimed = RerunRequest.objects.filter(pk=request_id, state=RerunRequest.State.QUEUED).update(
+    claimed = RerunRequest.objects.filter(
+        job_id=job_id, state=RerunRequest.State.QUEUED, hardware__in=key.classes
+    ).update(
         state=RerunRequest.State.RUNNING,
         attempts=F("attempts") + 1,
-        worker=worker,
+        worker=instance,
+        worker_key=key,
         started_at=now,
         heartbeat_at=now,
         finished_at=None,
     )
     if not claimed:
         return None
-    request = RerunRequest.objects.select_related("run").get(pk=request_id)
+    request = RerunRequest.objects.select_related("run").get(job_id=job_id)
     RERUN_PROGRESS.retire_now(request.run)
-    return request, request.attempts
+    return request
+
+
+def beat_job(job_id: str, instance: str, key: WorkerKey) -> bool:
+    """The worker of a running job is alive: the heartbeat the sweep reads to take back a lost job."""
+    running = RerunRequest.objects.filter(
+        job_id=job_id, state=RerunRequest.State.RUNNING, worker=instance, worker_key=key
+    )
+    return bool(running.update(heartbeat_at=timezone.now()))
 
 
 def _still_ours(request: RerunRequest, attempt: int) -> Q:
     return Q(pk=request.pk, state=RerunRequest.State.RUNNING, attempts=attempt)
 
 
-def harness_environment(hardware: str) -> dict[str, str]:
-    """The part of the worker's environment a harness process gets (HARNESS_ENVIRONMENT).
+def record_result(request: RerunRequest, attempt: int, attested: Attested, attestation: RerunAttestation) -> None:
+    """The attested result as a new run, the request's outcome and the original's evidence, in one transaction.
 
-    On the CPU, kernels are timed on one thread unless the worker says otherwise: an operation that runs
-    in parallel waits for every core it uses, and on a machine doing other work a rerun measured up to a
-    hundred times the figure a quiet machine gives. The demo's reported figures were measured so.
+    Called by the collector only, once the attestation verified against the request (runs/collector.py).
+    The verdict is decided on the attested figures, which stay with the request (its `attestation`). An attempt
+    too noisy (or too unsure) to decide is queued again instead, while attempts are left; a harness that wrote
+    no result fails the request.
     """
-    environment = {name: os.environ[name] for name in HARNESS_ENVIRONMENT if name in os.environ}
-    if hardware_class_named(hardware).device == "cpu":
-        environment.setdefault("OMP_NUM_THREADS", "1")
-    return environment
-
-
-def run_harness(
-    request: RerunRequest, attempt: int, documents: RunnableDocuments, folder: Path
-) -> HarnessOutcome | None:
-    """Run `python -m harness run` on the documents; None if the claim was lost meanwhile."""
-    folder.mkdir(exist_ok=True)
-    command = harness_command(request, documents, folder)
-    environment = harness_environment(request.hardware)
-    log_path = folder / "harness.log"
-    started = time.monotonic()
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=settings.BASE_DIR,
-            env=environment,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,
-        )
-        claim_held = _heartbeat_until_done(process, request, attempt)
-    seconds = time.monotonic() - started
-    log_tail = log_path.read_bytes()[-LOG_TAIL_CHARS:].decode(errors="replace")
-    if not claim_held:
-        return None
-    output = folder / "result.json"
-    result = None
-    if process.returncode == 0 and output.is_file():
-        try:
-            result = parse_json(output.read_bytes())
-        except ValueError:
-            result = None
-    return HarnessOutcome(result, log_tail, seconds)
-
-
-def harness_command(request: RerunRequest, documents: RunnableDocuments, folder: Path) -> list[str]:
-    """Write the definition, its cases and the solution in the formats the harness reads.
-
-    The rerun follows the protocol of the run's source (records.sources: SourceInfo.rerun_protocol), with the
-    options every rerun takes (records.rerun.rerun_harness_options: pairs until the interval is within half
-    the tolerance, or the case budget ends).
-    """
-    # json.dumps, not the canonical form: the order of inputs and outputs is the order of the arguments.
-    (folder / "definition.json").write_text(json.dumps(harness_definition(documents.workload)))
-    cases = documents.workload["spec"].get("cases") or []
-    (folder / "workload.jsonl").write_text("".join(canonical_text(case) + "\n" for case in cases))
-    (folder / "solution.json").write_text(canonical_text(documents.implementation["spec"]["solution"]))
-    command = [sys.executable, "-m", "harness", "run"]
-    command += ["--definition", str(folder / "definition.json"), "--workload", str(folder / "workload.jsonl")]
-    command += ["--solution", str(folder / "solution.json"), "--json", str(folder / "result.json")]
-    return command + rerun_harness_options(
-        device=hardware_class_named(request.hardware).device,
-        protocol=rerun_protocol_of(request.run.source),
-        tolerance=settings.RERUN_TOLERANCE,
-        case_budget=settings.RERUN_CASE_BUDGET_SECONDS,
-        timeout=settings.RERUN_TIMEOUT_SECONDS,
-        memory_mb=settings.RERUN_MEMORY_MB,
-        unsandboxed=settings.RERUN_UNSANDBOXED,
-    )
-
-
-def _die_with_parent() -> None:
-    """In the harness process: die with the worker, so a killed worker leaves no evaluation running."""
-    import ctypes
-    import signal
-
-    PR_SET_PDEATHSIG = 1  # noqa: N806 (the kernel's name)
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def _heartbeat_until_done(process: subprocess.Popen[bytes], request: RerunRequest, attempt: int) -> bool:
-    """Beat while the harness runs; if the claim was taken back meanwhile, stop the harness and say so."""
-    # The limit the harness enforces itself, and a margin for its start and its own clean-up.
-    deadline = settings.RERUN_TIMEOUT_SECONDS + 120
-    waited = 0.0
-    try:
-        while True:
-            try:
-                process.wait(timeout=settings.RERUN_HEARTBEAT_SECONDS)
-                return True
-            except subprocess.TimeoutExpired:
-                waited += settings.RERUN_HEARTBEAT_SECONDS
-            beat = RerunRequest.objects.filter(_still_ours(request, attempt)).update(heartbeat_at=timezone.now())
-            if not beat or waited > deadline:
-                process.kill()
-                process.wait()
-                return bool(beat)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-
-
-def record_result(request: RerunRequest, attempt: int, result: dict[str, Any], outcome: HarnessOutcome) -> None:
-    """The result as a new run, the request's outcome and the original's evidence, in one transaction.
-
-    An attempt too noisy (or too unsure) to decide is queued again instead, while attempts are left.
-    """
+    result = attested.result
+    seconds = attested.predicate.harnessSeconds
+    if result is None:
+        record_failure(request, attempt, "HARNESS_ERROR", "the harness produced no result", attestation)
+        return
     with transaction.atomic():
         if not RerunRequest.objects.select_for_update().filter(_still_ours(request, attempt)).exists():
             return
         run = Run.objects.select_related("definition").get(pk=request.run_id)
         decided = judge(request, run, measured_from_result(result))
         if decided.retry and attempt < settings.RERUN_MAX_ATTEMPTS:
-            retry_later(request, attempt, decided, outcome)
+            retry_later(request, attempt, decided, attestation)
             return
-        documents = runnable_documents(run)
+        documents = requested_documents(request)
         of = RerunOf(run.run_id, request.run_digest, run.definition.name if run.definition else run.title, request.pk)
         manifest = rerun_manifest(
             of,
@@ -389,6 +327,7 @@ def record_result(request: RerunRequest, attempt: int, result: dict[str, Any], o
             state=RerunRequest.State.SUCCEEDED if passed else RerunRequest.State.FAILED,
             finished_at=timezone.now(),
             result_run=result_run,
+            attestation=attestation,
             verdict=decided.level,
             verdict_reason=decided.reason,
             rule_version=decided.rule_version,
@@ -396,8 +335,8 @@ def record_result(request: RerunRequest, attempt: int, result: dict[str, Any], o
             retry_at=None,
             failure_status="" if passed else str(result.get("status") or ""),
             failure_reason="" if passed else str(result.get("reason") or "")[-4000:],
-            log_tail=outcome.log_tail,
-            harness_seconds=outcome.seconds,
+            log_tail=attestation.log_tail,
+            harness_seconds=seconds,
         )
         request.refresh_from_db()
         said = f"Rerun #{request.pk} {request.state}: {request.failure_status or 'every case passed'}"
@@ -416,19 +355,21 @@ def judge(request: RerunRequest, run: Run, measured: Any) -> Verdict:
     return verdict(claim, measured, settings.RERUN_TOLERANCE, own_hardware=own_hardware)
 
 
-def retry_later(request: RerunRequest, attempt: int, decided: Verdict, outcome: HarnessOutcome) -> None:
-    """Queue an inconclusive attempt again, sent once this transaction commits to run RERUN_RETRY_AFTER_SECONDS
-    later (the sweep sends it then if the broker lost it)."""
+def retry_later(request: RerunRequest, attempt: int, decided: Verdict, attestation: RerunAttestation) -> None:
+    """Queue an inconclusive attempt again, as a new job, sent once this transaction commits to run
+    RERUN_RETRY_AFTER_SECONDS later (the sweep sends it then if the broker lost it)."""
     retry_at = timezone.now() + timedelta(seconds=settings.RERUN_RETRY_AFTER_SECONDS)
     said = f"attempt {attempt} was inconclusive: {decided.reason}"
     RerunRequest.objects.filter(_still_ours(request, attempt)).update(
         state=RerunRequest.State.QUEUED,
+        job_id=new_job_id(),
         worker="",
+        worker_key=None,
         sent_at=None,
         retry_at=retry_at,
         verdict_reason=said,
-        log_tail=outcome.log_tail,
-        harness_seconds=outcome.seconds,
+        log_tail=attestation.log_tail,
+        harness_seconds=attestation.harness_seconds,
     )
     log_rerun(request, f"Rerun #{request.pk}: {said}; it runs again")
     RERUN_PROGRESS.retire_on_commit(request.run)
@@ -436,7 +377,7 @@ def retry_later(request: RerunRequest, attempt: int, decided: Verdict, outcome: 
 
 
 def record_failure(
-    request: RerunRequest, attempt: int, status: str, reason: str, outcome: HarnessOutcome | None = None
+    request: RerunRequest, attempt: int, status: str, reason: str, attestation: RerunAttestation | None = None
 ) -> None:
     with transaction.atomic():
         failed = RerunRequest.objects.filter(_still_ours(request, attempt)).update(
@@ -444,8 +385,9 @@ def record_failure(
             finished_at=timezone.now(),
             failure_status=status,
             failure_reason=reason,
-            log_tail=outcome.log_tail if outcome else "",
-            harness_seconds=outcome.seconds if outcome else None,
+            attestation=attestation,
+            log_tail=attestation.log_tail if attestation else "",
+            harness_seconds=attestation.harness_seconds if attestation else None,
         )
         if failed:
             log_rerun(request, f"Rerun #{request.pk} failed: {status}: {reason}")
@@ -483,20 +425,26 @@ def refresh_evidence(run: Run) -> EvidenceChange | None:
     return change
 
 
-def reevaluate_run(run: Run) -> tuple[int, EvidenceChange | None]:
-    """Apply today's rule to every stored rerun of a run, from its result run; the run's evidence follows.
+@dataclass
+class Reevaluated:
+    changed: int = 0
+    change: EvidenceChange | None = None
+    # Reruns decided before their figures were attested (or whose attestation cannot be read): left as decided.
+    unattested: int = 0
 
-    Returns how many verdicts changed and the evidence change, if the level moved.
-    """
-    changed = 0
+
+def reevaluate_run(run: Run) -> Reevaluated:
+    """Apply today's rule to every stored rerun of a run, on the figures its worker attested (never on a run,
+    which is not where a verdict's evidence lives); the run's evidence follows."""
+    outcome = Reevaluated()
     with transaction.atomic():
-        reruns = RerunRequest.objects.select_for_update().filter(run=run, result_run__isnull=False)
-        for request in reruns.select_related("result_run"):
-            assert request.result_run is not None
-            stored = document_value(request.result_run.digest)
-            if stored is None:
+        reruns = RerunRequest.objects.select_for_update(of=("self",)).filter(run=run, result_run__isnull=False)
+        for request in reruns.select_related("attestation"):
+            attested = _attested(request)
+            if attested is None or attested.result is None:
+                outcome.unattested += attested is None
                 continue
-            decided = judge(request, run, measured_from_run(stored["spec"]))
+            decided = judge(request, run, measured_from_result(attested.result))
             verdict_now = (decided.level, decided.reason, decided.rule_version, decided.tolerance)
             if verdict_now == (request.verdict, request.verdict_reason, request.rule_version, request.tolerance):
                 continue
@@ -508,11 +456,21 @@ def reevaluate_run(run: Run) -> tuple[int, EvidenceChange | None]:
             )
             said = f"Rerun #{request.pk} re-evaluated under rule {decided.rule_version}"
             log_rerun(request, f"{said}: {_logged_verdict(decided.level)}")
-            changed += 1
-        change = refresh_evidence(run)
-        if changed or change:
+            outcome.changed += 1
+        outcome.change = refresh_evidence(run)
+        if outcome.changed or outcome.change:
             RERUN_VERDICT.retire_on_commit(run)
-    return changed, change
+    return outcome
+
+
+def _attested(request: RerunRequest) -> Attested | None:
+    if request.attestation is None:
+        return None
+    try:
+        return stored_statement(request.attestation.envelope)
+    except (AttestationError, ValueError) as error:
+        logger.error("rerun #%s: its stored attestation cannot be read: %s", request.pk, error)
+        return None
 
 
 # -- worker heartbeats -----------------------------------------------------------------
@@ -533,34 +491,6 @@ def forget_worker(name: str) -> None:
     RerunWorker.objects.filter(name=name).delete()
 
 
-class WorkerHeartbeat(threading.Thread):
-    """Beats for a worker every RERUN_HEARTBEAT_SECONDS, from a thread of its main process, until stopped."""
-
-    def __init__(self, name: str, classes: list[str]) -> None:
-        super().__init__(name=f"rerun-heartbeat-{name}", daemon=True)
-        self.worker, self.classes = name, classes
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                beat_worker(self.worker, self.classes)
-            except Exception as error:  # a database blip: the next beat tries again
-                logger.warning("worker %s: heartbeat not written: %s", self.worker, error)
-            finally:
-                # No connection is held between beats, so none is inherited by the pool's forked children.
-                db.connections.close_all()
-            self.stopped.wait(settings.RERUN_HEARTBEAT_SECONDS)
-
-    def stop(self) -> None:
-        self.stopped.set()
-        self.join(timeout=10)
-        try:
-            forget_worker(self.worker)
-        finally:
-            db.connections.close_all()
-
-
 # -- the sweep -------------------------------------------------------------------------
 
 
@@ -571,10 +501,16 @@ class SweepResult:
     failed: int = 0
 
 
+# When the sweep last ran (runs.reruns.sweep_reruns), kept in the cache that every process of the site shares.
+SWEPT_AT = "reruns:swept-at"
+
+
 def sweep_reruns() -> SweepResult:
     """Send again what the broker lost; take back, retry or fail what a lost worker left running."""
     now = timezone.now()
     swept = SweepResult()
+    last = cache.get(SWEPT_AT)
+    cache.set(SWEPT_AT, now, timeout=None)
     resend_before = now - timedelta(seconds=settings.RERUN_RESEND_AFTER_SECONDS)
     waiting = (
         RerunRequest.objects.filter(state=RerunRequest.State.QUEUED)
@@ -584,6 +520,10 @@ def sweep_reruns() -> SweepResult:
     for request_id in waiting.values_list("pk", flat=True):
         swept.resent += send_rerun(request_id)
     stale_before = now - timedelta(seconds=settings.RERUN_STALE_AFTER_SECONDS)
+    if last is not None and last < stale_before:
+        # The site itself was away (its worker restarted, or the host stalled) for longer than a worker may be
+        # silent: the beats sent meanwhile may still wait on the results queue, so no silence proves anything yet.
+        return swept
     for request in RerunRequest.objects.filter(state=RerunRequest.State.RUNNING, heartbeat_at__lt=stale_before):
         if _take_back(request, stale_before):
             swept.retried += 1
@@ -598,7 +538,10 @@ def _take_back(request: RerunRequest, stale_before: Any) -> bool:
         pk=request.pk, state=RerunRequest.State.RUNNING, attempts=request.attempts, heartbeat_at__lt=stale_before
     )
     if request.attempts < settings.RERUN_MAX_ATTEMPTS:
-        if RerunRequest.objects.filter(silent).update(state=RerunRequest.State.QUEUED, sent_at=None, worker=""):
+        requeued = RerunRequest.objects.filter(silent).update(
+            state=RerunRequest.State.QUEUED, job_id=new_job_id(), sent_at=None, worker="", worker_key=None
+        )
+        if requeued:
             log_rerun(request, f"Rerun #{request.pk}: worker {request.worker} stopped; attempt {request.attempts + 1}")
             send_rerun(request.pk)
             return True

@@ -35,6 +35,7 @@ from runs.models import (
     Document,
     EvidenceChange,
     ReferenceRow,
+    RerunAttestation,
     RerunRequest,
     RerunWorker,
     Run,
@@ -67,6 +68,14 @@ def get_definition_or_404(source: str, name: str) -> Definition:
         return Definition.objects.get(source=source, name=name)
     except Definition.DoesNotExist:
         raise Http404(f"No definition {name!r} from {source!r}") from None
+
+
+def get_rerun_attestation_or_404(rerun_id: int) -> RerunAttestation:
+    """The signed attestation a finished rerun's verdict stands on."""
+    found = RerunAttestation.objects.filter(decided__pk=rerun_id).first()
+    if found is None:
+        raise Http404(f"No attested rerun {rerun_id}")
+    return found
 
 
 def get_document_or_404(digest: str) -> Document:
@@ -425,7 +434,11 @@ def rerun_rows(run: Run, own_class: str) -> list[RerunRow]:
     that counts no rerun: Run.rerun_count, kept by runs.figures)."""
     if not run.rerun_count:
         return []
-    requests = list(run.rerun_requests.select_related("result_run").order_by("-requested_at", "-id"))
+    requests = list(
+        run.rerun_requests.select_related("result_run", "attestation__worker_key")
+        .defer("attestation__envelope", "attestation__log_tail")
+        .order_by("-requested_at", "-id")
+    )
     digests = [r.result_run.digest for r in requests if r.result_run is not None]
     documents = Document.objects.in_bulk(digests)
     return [
@@ -462,7 +475,12 @@ def rerun_origin(result: Run) -> RerunRequest | None:
     its id tells without a query."""
     if not may_be_rerun_result(result.source, result.external_id):
         return None
-    return RerunRequest.objects.select_related("run").filter(result_run=result).first()
+    return (
+        RerunRequest.objects.select_related("run", "attestation__worker_key")
+        .defer("attestation__envelope", "attestation__log_tail")
+        .filter(result_run=result)
+        .first()
+    )
 
 
 def group_size(run: Run) -> int:

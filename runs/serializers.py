@@ -5,17 +5,35 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
+from django.urls import reverse
 
 from records.rerun import RULE_VERSION
 from records.sources import SourceInfo
 from runs.forms import RunSearchForm
 from runs.keyset import KeysetPage
-from runs.models import ComparisonGroup, Definition, EvidenceChange, Run
+from runs.models import ComparisonGroup, Definition, EvidenceChange, Run, WorkerKey
 from runs.selectors import RerunRow
 
 
 def _timestamp(value: Any) -> str | None:
     return value.isoformat() if value else None
+
+
+def utc_text(value: Any) -> str | None:
+    """A time as dumps and the worker registry spell it: ISO 8601 in UTC, with a Z."""
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def worker_key_json(key: WorkerKey) -> dict[str, Any]:
+    """A worker's key as /api/v1/workers and a dump's workers.jsonl.gz publish it (records.attestation.PublishedKey)."""
+    return {
+        "name": key.name,
+        "classes": key.classes,
+        "publicKey": key.public_key,
+        "keyId": key.key_id,
+        "createdAt": utc_text(key.created_at),
+        "revokedAt": utc_text(key.revoked_at),
+    }
 
 
 def evidence_json(run: Run, rule: str, history: list[EvidenceChange]) -> dict[str, Any]:
@@ -65,6 +83,7 @@ def rerun_json(row: RerunRow) -> dict[str, Any]:
         "resultRun": {"runId": result_run.run_id, "url": result_run.get_absolute_url(), "digest": result_run.digest}
         if result_run
         else None,
+        "attestation": reverse("runs:rerun_attestation", args=[request.pk]) if request.attestation_id else None,
         "cases": row.cases,
     }
 

@@ -1,17 +1,20 @@
-"""Celery tasks: thin, they take ids and call runs.reruns."""
+"""Celery tasks: thin, they take ids (or a worker's signed message) and call a service."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from celery import shared_task
 from django.utils import timezone
 
-from runs import dumps, reruns
+from records.worker_protocol import MESSAGE_TASK
+from runs import collector, dumps, reruns
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def execute_rerun(request_id: int) -> None:
-    """Run one rerun request; a duplicate or late message finds it claimed and does nothing."""
-    reruns.execute_rerun(request_id)
+@shared_task(name=MESSAGE_TASK, acks_late=True, ignore_result=True)
+def collect_worker_message(envelope: Any) -> str | None:
+    """A rerun worker's signed message from the results queue (harness/worker.py), for the collector."""
+    return collector.collect(envelope)
 
 
 @shared_task(ignore_result=True)

@@ -33,6 +33,7 @@ urlpatterns = [
     path("sources/<str:key>/feed.atom", feeds.source_feed, name="source_feed"),
     path("sources/<str:key>.json", views.source_json, name="source_json"),
     path("reruns/feed.atom", feeds.rerun_feed, name="rerun_feed"),
+    path("reruns/<int:rerun_id>/attestation.json", views.rerun_attestation, name="rerun_attestation"),
     path("sources/<str:key>", views.source_detail, name="source"),
     path("compare", views.compare_form, name="compare_form"),
     path("compare/<str:a>/<str:b>.json", views.compare_json, name="compare_json"),

@@ -16,6 +16,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
+from records.canonical import canonical_text
 from runs import badges, dumps, history, pages, serializers
 from runs.forms import CompareForm, RerunForm
 from runs.keyset import normal_cursor
@@ -24,6 +25,7 @@ from runs.selectors import (
     get_definition_or_404,
     get_document_or_404,
     get_group_or_404,
+    get_rerun_attestation_or_404,
     get_run_or_404,
     get_source_or_404,
     run_documents,
@@ -183,6 +185,16 @@ def dump_list(request: HttpRequest) -> HttpResponse:
 def dump_file(request: HttpRequest, name: str, file: str) -> FileResponse:
     """One file of a listed dump; any other path is a 404."""
     return FileResponse(dumps.dump_file_or_404(name, file).open("rb"), as_attachment=file.endswith(".gz"))
+
+
+@require_safe
+def rerun_attestation(request: HttpRequest, rerun_id: int) -> HttpResponse:
+    """The DSSE envelope a rerun's worker signed, as it came: check it with `python -m records.attestation verify`
+    against the keys at /api/v1/workers."""
+    attestation = get_rerun_attestation_or_404(rerun_id)
+    response = HttpResponse(canonical_text(attestation.envelope), content_type=JSON_CONTENT_TYPE)
+    response["Content-Disposition"] = f'inline; filename="rerun-{rerun_id}.attestation.json"'
+    return response
 
 
 @require_safe

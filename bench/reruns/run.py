@@ -1,16 +1,19 @@
-"""The reruns benchmark: N queued CPU reruns of a tiny kernel, run by two Celery workers.
+"""The reruns benchmark: N queued CPU reruns of a tiny kernel, run by two rerun workers.
 
     python bench/reruns/run.py [--reruns 100] [--workers 2]
 
 It creates a PostgreSQL database of its own (dropped first), migrates it, imports
 N reported runs of one tiny kernel (an elementwise add of 64 floats), starts the
-workers (`celery -A kernelindex worker`, one process each) on a Redis database
-of its own, queues the N reruns at once and waits for every one. It prints:
+web tier's worker (`celery -A kernelindex worker`: the collector) and the rerun
+workers (`python -m harness.worker`, one process each, each with a key of its
+own and no database) on a Redis database of its own, queues the N reruns at
+once and waits for every one. It prints:
 - reruns per minute, from the first request to the last result stored;
 - per rerun, where the time went: waiting in the queue (requested -> claimed),
   the harness's own run (its process, sandbox, torch import, inputs, timing),
-  and the orchestration on the worker (claimed -> result stored, minus the
-  harness's time: writing the files, the result run, the evidence, the log);
+  and the orchestration (claimed -> result stored, minus the harness's time:
+  writing the files, signing, the results queue, the collector's checks, the
+  result run, the evidence, the log);
 - the dispatch latency of one rerun queued while the workers are idle
   (requested -> claimed), the part of orchestration a queue does not hide.
 """
@@ -120,12 +123,20 @@ def manage(env: dict[str, str], *args: str) -> None:
 
 
 def start_workers(env: dict[str, str], count: int, folder: Path) -> list[subprocess.Popen[bytes]]:
-    workers = []
+    """The web tier's worker (the collector), and `count` rerun workers with a registered key each."""
+    web = [sys.executable, "-m", "celery", "-A", "kernelindex", "worker", "--concurrency", "1"]
+    web += ["--hostname", "bench-web@%h", "--loglevel", "warning", "--without-heartbeat"]
+    log = (folder / "web-worker.log").open("wb")
+    workers = [subprocess.Popen(web, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)]
     for index in range(count):
+        created = [sys.executable, "manage.py", "worker_key", "create", f"bench-{index}", "--class", "cpu"]
+        key = folder / f"worker-{index}.key"
+        key.write_text(subprocess.run(created, cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout)
+        rerun_env = {name: os.environ[name] for name in ("PATH", "HOME", "LANG") if name in os.environ}
+        rerun_env |= {"KERNELINDEX_BROKER_URL": BROKER, "KERNELINDEX_WORKER_KEY_FILE": str(key)}
+        command = [sys.executable, "-m", "harness.worker", "--hostname", f"bench-{index}@%h", "--loglevel", "warning"]
         log = (folder / f"worker-{index}.log").open("wb")
-        command = [sys.executable, "-m", "celery", "-A", "kernelindex", "worker", "--concurrency", "1"]
-        command += ["--hostname", f"bench-{index}@%h", "--loglevel", "warning", "--without-heartbeat"]
-        workers.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
+        workers.append(subprocess.Popen(command, cwd=ROOT, env=rerun_env, stdout=log, stderr=subprocess.STDOUT))
     time.sleep(8)  # the workers' start (Django, Celery) before anything is queued
     return workers
 
@@ -158,7 +169,7 @@ def report(requests: list[Any], idle: Any, workers: int) -> None:
     overhead = [(r.finished_at - r.started_at).total_seconds() * 1000 - r.harness_seconds * 1000 for r in requests]
     print(f"{len(requests)} reruns, {workers} workers, {os.cpu_count()} cores: {states}")
     print(f"  wall time {wall:.1f} s -> {len(requests) / wall * 60:.1f} reruns/min")
-    for label, values in (("queue wait", waiting), ("harness", harness), ("orchestration on the worker", overhead)):
+    for label, values in (("queue wait", waiting), ("harness", harness), ("orchestration", overhead)):
         values = sorted(values)
         print(
             f"  {label:28} median {statistics.median(values):8.1f} ms, "
@@ -167,7 +178,7 @@ def report(requests: list[Any], idle: Any, workers: int) -> None:
     dispatch = (idle.started_at - idle.requested_at).total_seconds() * 1000
     worker_side = (idle.finished_at - idle.started_at).total_seconds() * 1000 - idle.harness_seconds * 1000
     print(f"  one rerun on idle workers: dispatch (requested -> claimed) {dispatch:.1f} ms, ", end="")
-    print(f"orchestration on the worker {worker_side:.1f} ms, total {dispatch + worker_side:.1f} ms")
+    print(f"orchestration {worker_side:.1f} ms, total {dispatch + worker_side:.1f} ms")
 
 
 def main() -> None:

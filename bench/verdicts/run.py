@@ -50,9 +50,9 @@ from records.rerun import (  # noqa: E402
     REPRODUCED,
     Claim,
     measured_from_result,
-    rerun_harness_options,
     verdict,
 )
+from records.worker_protocol import harness_arguments, rerun_harness_options  # noqa: E402
 
 CLAIM_FACTORS = (1.0, 1.25, 1.5, 2.0, 3.0)
 LEVELS = (REPRODUCED, INCONCLUSIVE, NOT_REPRODUCED)
@@ -102,8 +102,10 @@ def claimed_speedup(solution: Solution) -> float:
 
 def evaluate(solution: Solution, tolerance: float, case_budget: float, folder: Path) -> Evaluation:
     definition = DEMO / "definitions" / solution.definition
-    options = rerun_harness_options(
-        device="cpu", protocol="kernelindex", tolerance=tolerance, case_budget=case_budget, timeout=600
+    options = harness_arguments(
+        rerun_harness_options(
+            device="cpu", protocol="kernelindex", tolerance=tolerance, case_budget=case_budget, timeout=600
+        )
     )
     command = [sys.executable, "-m", "harness", "run", "--definition", str(definition)]
     command += ["--workload", str(definition / "workload.jsonl"), "--solution", str(solution.folder / "solution.json")]

@@ -13,18 +13,24 @@ reads it back as one import unit, all or nothing. The folder holds:
   import time, declared digests), its withdrawal and its withdrawals and restores;
 - `documents.jsonl.gz`: every stored document, one canonical JSON a line, by digest;
 - from version 2, the sections the manifest lists under `sections`, in the
-  order an import applies them: `reruns.jsonl.gz` (finished reruns, by number)
-  and `evidence.jsonl.gz` (each run's evidence level and its changes), whose
-  lines are described here, then the sections other apps register
-  (attestations: `notes.jsonl.gz`, `reports.jsonl.gz`);
+  order an import applies them: from version 3 `workers.jsonl.gz` (the rerun
+  workers' public keys), then `reruns.jsonl.gz` (finished reruns, by number,
+  from version 3 each with its worker's signed attestation) and
+  `evidence.jsonl.gz` (each run's evidence level and its changes), whose lines
+  are described here, then the sections other apps register (attestations:
+  `notes.jsonl.gz`, `reports.jsonl.gz`);
 - `README.txt`: this, for people.
 
 Every JSON line is canonical (RFC 8785) and every file is sorted, and the
 gzip headers carry no name and no time, so the same index always gives the
 same bytes. The reader checks every file against the manifest's sha256
-before it reads a line. It yields a section's lines as SectionItems, JSON
-checked and nothing more: the app that owns a section validates its lines
-(with the line models below for runs' own) and applies them.
+before it reads a line, and every rerun's attestation against the dump's
+worker keys before it reads a run: a run shaped like a rerun's result
+(records.rerun.rerun_result_shape) is imported only where a rerun's verified
+attestation names the run it reran, and the rerun line names it as its
+result. It yields a section's lines as SectionItems, JSON checked and
+nothing more: the app that owns a section validates its lines (with the line
+models below for runs' own) and applies them.
 """
 
 from __future__ import annotations
@@ -41,8 +47,10 @@ from typing import IO, Any
 
 from pydantic import Field
 
+from records.attestation import AttestationError, PublishedKey, key_set, moment, verify_with_key_set
 from records.errors import RecordError
 from records.manifest import manifest_item, seal
+from records.rerun import RERUN_EXTERNAL_PREFIX, rerun_result_shape
 from records.schema import DocumentError, parse_timestamp
 from records.sources.base import (
     BoardItem,
@@ -54,6 +62,7 @@ from records.sources.base import (
     ReferenceItem,
     RunStateItem,
     SectionItem,
+    SkippedItem,
     SourceRecord,
     StatusChangeItem,
     VersionItem,
@@ -63,9 +72,10 @@ from records.sources.base import (
 )
 
 FORMAT = "kernelindex-dump"
-# Version 2 added the sections (reruns, evidence, notes, reports); a version 1 dump, which has none, still reads.
-VERSION = 2
-READABLE_VERSIONS = (1, 2)
+# Version 2 added the sections (reruns, evidence, notes, reports); version 3 the workers' keys and each rerun's
+# attestation. Older dumps still read; their reruns' results, which nothing attests, are left out.
+VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 MANIFEST_FILE = "manifest.json"
 README_FILE = "README.txt"
 DEFINITIONS_FILE = "definitions.jsonl.gz"
@@ -73,6 +83,7 @@ BOARDS_FILE = "boards.jsonl.gz"
 RUNS_FILE = "runs.jsonl.gz"
 HISTORY_FILE = "history.jsonl.gz"
 DOCUMENTS_FILE = "documents.jsonl.gz"
+WORKERS_FILE = "workers.jsonl.gz"
 RERUNS_FILE = "reruns.jsonl.gz"
 EVIDENCE_FILE = "evidence.jsonl.gz"
 # In the order an import reads them: definitions and boards first, so that runs find them; the runs'
@@ -241,6 +252,9 @@ class RerunLine(SourceRecord):
     # The run that holds the rerun's measurement (a run of source kernelindex in runs.jsonl.gz), and its digest.
     resultRun: str | None
     resultDigest: str | None
+    # The DSSE envelope its worker signed (records.attestation), whose figures decided the verdict; none before
+    # version 3, and none for a rerun that ended without one (cancelled, or its worker lost).
+    attestation: dict[str, Any] | None = None
 
 
 class EvidenceChangeLine(SourceRecord):
@@ -296,10 +310,11 @@ class DumpAdapter:
         # Every file the manifest lists is checked before a line is read, so a damaged one writes nothing.
         for name, entry in sorted(manifest.files.items()):
             check_sha256(path / name, entry.sha256)
+        attested = attested_results(path, manifest)
         try:
             yield from _definitions(path / DEFINITIONS_FILE, progress)
             yield from _boards(path / BOARDS_FILE, progress)
-            yield from _runs(path / RUNS_FILE, progress)
+            yield from _runs(path / RUNS_FILE, progress, attested)
             yield from _history(path / HISTORY_FILE, progress)
             # After the runs' history (which needs the runs), before the documents: a section's lines
             # name runs, never documents.
@@ -360,9 +375,66 @@ def _definitions(path: Path, progress: Progress) -> Iterator[DefinitionItem]:
         )
 
 
-def _runs(path: Path, progress: Progress) -> Iterator[Item]:
+def _runs(path: Path, progress: Progress, attested: dict[str, RerunLine]) -> Iterator[Item]:
+    """The runs; a rerun's result only where a verified attestation vouches for it (attested_results)."""
     for line, value in iter_json_lines(path, progress):
-        yield manifest_item(value, path, line, redigest=False)
+        shaped = rerun_result_shape(value) is not None
+        item = manifest_item(value, path, line, redigest=False, rerun_result=shaped)
+        if shaped and not _attested_result(item.run.value, attested.get(item.run.digest)):
+            yield SkippedItem(line, "a rerun's result that no attestation in this dump vouches for: not imported")
+            continue
+        yield item
+
+
+def _attested_result(run: dict[str, Any], rerun: RerunLine | None) -> bool:
+    """Whether the run is the result its rerun line names: of the run and version the attestation names."""
+    if rerun is None:
+        return False
+    spec = run["spec"]
+    native = spec.get("sourceNative") or {}
+    return spec.get("rerunOf") == {"runId": rerun.run, "digest": rerun.runDigest} and native.get("externalId") == (
+        f"{RERUN_EXTERNAL_PREFIX}{rerun.run}/{rerun.number}"
+    )
+
+
+class WorkerLine(PublishedKey):
+    """A rerun worker's public key (workers.jsonl.gz), as /api/v1/workers publishes it."""
+
+
+def attested_results(folder: Path, manifest: DumpManifest) -> dict[str, RerunLine]:
+    """The reruns whose attestation verifies against the dump's worker keys, by their result run's digest.
+
+    An attestation that does not verify, or that names another run, version or class than its rerun line,
+    refuses the whole dump: the dump is not what its site published. A key revoked after the site took an
+    attestation in (the rerun's finish) leaves it standing.
+    """
+    if RERUNS_FILE not in manifest.sections:
+        return {}
+    keys: dict[str, PublishedKey] = {}
+    if WORKERS_FILE in manifest.sections:
+        workers = [value for _, value in iter_json_lines(folder / WORKERS_FILE)]
+        try:
+            keys = key_set(workers)
+        except AttestationError as error:
+            raise RecordError(folder / WORKERS_FILE, None, None, str(error)) from None
+    attested: dict[str, RerunLine] = {}
+    path = folder / RERUNS_FILE
+    for line, value in iter_json_lines(path):
+        rerun = validate_record(RerunLine, value, path, line)
+        if rerun.attestation is None or rerun.resultDigest is None:
+            continue
+        try:
+            statement, _ = verify_with_key_set(
+                rerun.attestation, keys, recorded_at=moment(rerun.finishedAt) if rerun.finishedAt else None
+            )
+        except AttestationError as error:
+            raise RecordError(path, line, "attestation", f"rerun #{rerun.number}: {error}") from None
+        named = (statement.predicate.run, statement.run_digest, statement.hardware_class)
+        if named != (rerun.run, rerun.runDigest, rerun.hardware):
+            said = f"rerun #{rerun.number}: its attestation is of run {named[0]} ({named[1]}) on {named[2]}"
+            raise RecordError(path, line, "attestation", said)
+        attested[rerun.resultDigest] = rerun
+    return attested
 
 
 def _boards(path: Path, progress: Progress) -> Iterator[BoardItem]:

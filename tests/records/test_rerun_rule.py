@@ -178,7 +178,7 @@ def test_the_result_is_a_native_manifest_linked_to_the_original() -> None:
     manifest = rerun_manifest(
         of, result(median=1234), workload=workload, implementation=implementation, observed_at="2026-12-01T10:00:00Z"
     )
-    summary = summarize(manifest_item(manifest, _path(), None, redigest=False))
+    summary = summarize(manifest_item(manifest, _path(), None, redigest=False, rerun_result=True))
     assert summary.source == "kernelindex"
     assert summary.external_id == "rerun/abcdef123456/7"
     assert summary.status == "passed"
@@ -202,7 +202,7 @@ def test_a_failed_rerun_is_a_failed_run_without_timing() -> None:
         implementation=implementation,
         observed_at="2026-12-01T10:00:00Z",
     )
-    summary = summarize(manifest_item(manifest, _path(), None, redigest=False))
+    summary = summarize(manifest_item(manifest, _path(), None, redigest=False, rerun_result=True))
     assert summary.status == "failed"
     assert summary.latency_ns is None
     case = manifest["run"]["spec"]["cases"][0]

@@ -1,4 +1,5 @@
-"""Fixtures for reruns: runnable runs, a broker, a Redis server and Celery worker processes of the tests' own."""
+"""Fixtures for reruns: runnable runs, a broker, a Redis server and worker processes of the tests' own: the
+web tier's Celery worker and a rerun worker (python -m harness.worker), as production runs them."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from django.db import connection
 from records.canonical import digest
 from records.schema import REFERENCE_FIELDS, make_document
 from records.sources.runnable import read_definition_folder, read_solution
+from records.worker_protocol import RESULTS_QUEUE
 from runs.models import RerunRequest, Run
+from runs.worker_keys import create_worker_key
 from tests.conftest import ImportRuns
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -179,27 +182,30 @@ def database_url_of_this_test() -> str:
     return f"sqlite:///{db['NAME']}"
 
 
-class Worker:
-    """`celery -A kernelindex worker -B` in a process group of its own, as an operator starts it."""
+class Process:
+    """One worker process in a process group of its own, as an operator starts it, with its log in a file."""
 
-    def __init__(self, environment: dict[str, str], folder: Path) -> None:
-        self.environment = environment
-        self.folder = folder
+    def __init__(self, name: str, command: list[str], environment: dict[str, str], folder: Path) -> None:
+        self.name, self.command, self.environment, self.folder = name, command, environment, folder
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
     def start(self) -> None:
         self.starts += 1
-        log = (self.folder / f"worker-{self.starts}.log").open("wb")
-        command = [sys.executable, "-m", "celery", "-A", "kernelindex", "worker", "-B", "--concurrency", "1"]
-        command += ["--loglevel", "info", "--hostname", f"tests-{self.starts}@%h"]
-        command += ["--schedule", str(self.folder / f"beat-{self.starts}")]
+        log = self.log_path.open("wb")
+        command = [part.replace("{n}", str(self.starts)) for part in self.command]
         self.process = subprocess.Popen(
             command, cwd=ROOT, env=self.environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        self._wait_for("ready.")
 
-    def _wait_for(self, text: str, seconds: float = 60) -> None:
+    @property
+    def log_path(self) -> Path:
+        return self.folder / f"{self.name}-{self.starts}.log"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.starts else ""
+
+    def wait_for(self, text: str, seconds: float = 60) -> None:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if text in self.log():
@@ -207,10 +213,7 @@ class Worker:
             if self.process is not None and self.process.poll() is not None:
                 break
             time.sleep(0.1)
-        raise RuntimeError(f"the worker did not say {text!r}:\n{self.log()[-3000:]}")
-
-    def log(self) -> str:
-        return (self.folder / f"worker-{self.starts}.log").read_text(errors="replace")
+        raise RuntimeError(f"the {self.name} worker did not say {text!r}:\n{self.log()[-3000:]}")
 
     def kill(self) -> None:
         """SIGKILL the worker and everything it started, as a crash or an OOM killer would."""
@@ -227,6 +230,52 @@ class Worker:
             except subprocess.TimeoutExpired:
                 self.kill()
         self.process = None
+
+
+class Worker:
+    """The two workers production runs, on the test's broker: the web tier's (`celery -A kernelindex worker
+    -B`: the sweep and the collector, on the test's database) and a rerun worker (`python -m harness.worker`,
+    with the broker, its class and its key, and neither a database nor Django settings)."""
+
+    def __init__(self, web: Process, rerun: Process, broker: str) -> None:
+        self.web, self.rerun, self.broker = web, rerun, broker
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The rerun worker's process: the one that runs the kernels."""
+        return self.rerun.process
+
+    def start(self) -> None:
+        self.web.start()
+        self.rerun.start()
+        self.web.wait_for("ready.")
+        self.rerun.wait_for("ready.")
+
+    def log(self) -> str:
+        return f"{self.web.log()}\n--- rerun worker ---\n{self.rerun.log()}"
+
+    def kill(self) -> None:
+        self.rerun.kill()
+        self.web.kill()
+
+    def stop(self) -> None:
+        """The rerun worker first, which says it stops; then the web tier, once it has read what is left for it."""
+        self.rerun.stop()
+        self._drain_results()
+        self.web.stop()
+
+    def _drain_results(self, seconds: float = 10) -> None:
+        import redis
+
+        client = redis.Redis.from_url(self.broker)
+        deadline = time.monotonic() + seconds
+        try:
+            while time.monotonic() < deadline and (client.llen(RESULTS_QUEUE) or client.hlen("unacked")):
+                time.sleep(0.1)
+        except redis.RedisError:
+            pass  # the broker is down: nothing will be read anyway
+        finally:
+            client.close()
 
 
 # Short periods, so the faults a test makes are noticed in seconds rather than minutes.
@@ -247,19 +296,31 @@ WORKER_SETTINGS = {
     "RERUN_TOLERANCE": "1.0",
     "KERNELINDEX_HARDWARE_CLASS": "cpu",
 }
+# What a rerun worker keeps of the test's environment: what any process needs, and nothing of the site's.
+RERUN_WORKER_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
 
 
 @pytest.fixture
 def worker_settings() -> dict[str, str]:
-    """The settings the `worker` fixture's process gets; a test module may override this fixture."""
+    """The settings the `worker` fixture's processes get; a test module may override this fixture."""
     return WORKER_SETTINGS
 
 
 @pytest.fixture
 def worker(
-    transactional_db: None, redis_server: RedisServer, tmp_path: Path, worker_settings: dict[str, str]
+    request: pytest.FixtureRequest,
+    transactional_db: None,
+    redis_server: RedisServer,
+    tmp_path: Path,
+    worker_settings: dict[str, str],
 ) -> Iterator[Worker]:
-    """A worker on the test's database, broker and page cache; started, stopped at the end."""
+    """The web tier's worker on the test's database, broker and page cache, and a rerun worker with the broker
+    and a key registered in the test's database alone; started, stopped at the end. The test's own process
+    sends the jobs (a moderator's request is sent once it commits) with the same settings."""
+    site_settings = request.getfixturevalue("settings")
+    for name, value in worker_settings.items():
+        if hasattr(site_settings, name):
+            setattr(site_settings, name, json.loads(value))  # every one of them a number
     inherited = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL"}}
     environment = {
         **inherited,
@@ -272,10 +333,24 @@ def worker(
     if "redis" in cache["BACKEND"].lower():
         # The same cache and key prefix as this test, so the worker retires the pages this test reads.
         environment |= {"REDIS_URL": cache["LOCATION"], "CACHE_KEY_PREFIX": cache.get("KEY_PREFIX", "")}
-    process = Worker(environment, tmp_path)
-    process.start()
-    yield process
-    process.stop()
+    web_command = [sys.executable, "-m", "celery", "-A", "kernelindex", "worker", "-B", "--concurrency", "1"]
+    web_command += ["--loglevel", "info", "--hostname", "web-{n}@%h", "--schedule", str(tmp_path / "beat-{n}")]
+    web = Process("web", web_command, environment, tmp_path)
+    key_file = tmp_path / "worker.key"
+    key_file.write_text(create_worker_key("tests-cpu", [worker_settings["KERNELINDEX_HARDWARE_CLASS"]]).key_file)
+    key_file.chmod(0o600)
+    rerun_environment = {name: os.environ[name] for name in RERUN_WORKER_ENVIRONMENT if name in os.environ}
+    rerun_environment |= {
+        "KERNELINDEX_BROKER_URL": redis_server.url(0),
+        "KERNELINDEX_HARDWARE_CLASS": worker_settings["KERNELINDEX_HARDWARE_CLASS"],
+        "KERNELINDEX_WORKER_KEY_FILE": str(key_file),
+        "RERUN_HEARTBEAT_SECONDS": worker_settings["RERUN_HEARTBEAT_SECONDS"],
+    }
+    rerun_command = [sys.executable, "-m", "harness.worker", "--hostname", "tests-{n}@%h", "--loglevel", "info"]
+    workers = Worker(web, Process("rerun", rerun_command, rerun_environment, tmp_path), redis_server.url(0))
+    workers.start()
+    yield workers
+    workers.stop()
 
 
 def wait_for(request: RerunRequest, states: tuple[str, ...] | None = None, seconds: float = RERUN_WAIT_SECONDS) -> None:

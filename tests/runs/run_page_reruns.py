@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from runs.models import Document, RerunRequest, Run
-from runs.reruns import HarnessOutcome, claim_rerun, record_result, request_rerun
+from runs.reruns import request_rerun
 from tests.results import harness_result
+from tests.runs import attested
 
 # Errors as a float32 comparison leaves them: more digits than anyone reads.
 ABS_ERROR = 0.0000019073486328125
@@ -39,9 +40,4 @@ def result_on_cases(run: Run, status: str = "PASSED", median: float = 1000.0, sp
 
 def record_rerun(run: Run, result: dict[str, Any]) -> RerunRequest:
     """Ask for a rerun of the run and record one attempt with this harness result, as a worker does."""
-    claimed = claim_rerun(request_rerun(run, user=None).pk, "tests:1")
-    assert claimed is not None
-    request, attempt = claimed
-    record_result(request, attempt, result, HarnessOutcome(result, "", 0.5))
-    request.refresh_from_db()
-    return request
+    return attested.finish(request_rerun(run, user=None), result)

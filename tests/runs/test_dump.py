@@ -32,7 +32,7 @@ from runs.services import restore_run, withdraw_run
 from tests.conftest import SEED_MANIFEST, ImportRuns
 from tests.pages import sol_records, visible_text, write_jsonl
 
-SECTION_FILES = {"reruns.jsonl.gz", "evidence.jsonl.gz", "notes.jsonl.gz", "reports.jsonl.gz"}
+SECTION_FILES = {"workers.jsonl.gz", "reruns.jsonl.gz", "evidence.jsonl.gz", "notes.jsonl.gz", "reports.jsonl.gz"}
 DUMP_FILES = {"manifest.json", "README.txt", *dumps.dump_format.DATA_FILES, *SECTION_FILES}
 
 
@@ -105,8 +105,9 @@ def test_documents_are_canonical_lines_sorted_by_digest(tmp_path: Path) -> None:
     digests = ["sha256:" + hashlib.sha256(line.encode()).hexdigest() for line in lines]
     assert digests == sorted(Document.objects.values_list("digest", flat=True))
     manifest = json.loads(files["manifest.json"])
-    assert (manifest["format"], manifest["version"]) == ("kernelindex-dump", 2)
-    assert manifest["sections"] == ["reruns.jsonl.gz", "evidence.jsonl.gz", "notes.jsonl.gz", "reports.jsonl.gz"]
+    assert (manifest["format"], manifest["version"]) == ("kernelindex-dump", 3)
+    sections = ["workers.jsonl.gz", "reruns.jsonl.gz", "evidence.jsonl.gz", "notes.jsonl.gz", "reports.jsonl.gz"]
+    assert manifest["sections"] == sections
     assert manifest["counts"]["documents"] == len(lines)
     for name in (*dumps.dump_format.DATA_FILES, *SECTION_FILES):
         assert manifest["files"][name]["sha256"] == hashlib.sha256(files[name]).hexdigest()

@@ -4,6 +4,7 @@ it gives every run's pages back as they were, and never carries who moderated, a
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
 import io
@@ -19,6 +20,8 @@ from django.test import Client
 
 from attestations.models import Attestation, IssueReport
 from attestations.services import moderate_attestations, set_report_status
+from harness.worker import worker_message
+from runs.collector import collect
 from runs.dump_sections import reset_sequence
 from runs.models import (
     ComparisonGroup,
@@ -30,10 +33,12 @@ from runs.models import (
     Run,
     RunVersion,
     SourceBoard,
+    WorkerKey,
 )
-from runs.reruns import HarnessOutcome, cancel_rerun, claim_rerun, record_result, request_rerun
+from runs.reruns import cancel_rerun, request_rerun
 from tests.conftest import ImportRuns
 from tests.pages import visible_text
+from tests.runs import attested
 from tests.runs.run_page_reruns import result_on_cases
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
@@ -56,12 +61,8 @@ RUN_PAGES = ("/runs/{}", "/runs/{}.json", "/runs/{}/history", "/runs/{}/history.
 
 def rerun_by(run: Run, user: User, result: dict[str, Any]) -> RerunRequest:
     """A moderator asks for a rerun and a worker records one attempt with this harness result."""
-    claimed = claim_rerun(request_rerun(run, user=user, reason="The claim looks fast.").pk, "tests:1")
-    assert claimed is not None
-    request, attempt = claimed
-    record_result(request, attempt, result, HarnessOutcome(result, "harness log line", 0.5))
-    request.refresh_from_db()
-    return request
+    request = request_rerun(run, user=user, reason="The claim looks fast.")
+    return attested.finish(request, result, log_tail="harness log line")
 
 
 @pytest.fixture
@@ -246,7 +247,8 @@ def test_a_manifest_naming_a_file_outside_its_folder_is_refused(
 
 def test_a_version_1_dump_still_imports_without_sections(decided: Any, import_runs: ImportRuns, tmp_path: Path) -> None:
     dump_into(tmp_path / "dump")
-    runs = sorted(Run.objects.values_list("run_id", "digest"))
+    # A version 1 dump carries no reruns, so nothing attests their results: those are left out.
+    runs = sorted(Run.objects.exclude(external_id__startswith="rerun/").values_list("run_id", "digest"))
     forget_everything()
 
     def as_version_1(manifest: dict[str, Any]) -> None:
@@ -259,3 +261,62 @@ def test_a_version_1_dump_still_imports_without_sections(decided: Any, import_ru
     assert "1 of 1 files imported" in import_runs(tmp_path / "dump")
     assert sorted(Run.objects.values_list("run_id", "digest")) == runs
     assert not RerunRequest.objects.exists() and set(Run.objects.values_list("evidence", flat=True)) == {"reported"}
+
+
+def rewrite_reruns(folder: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Change each line of the dump's reruns and give the manifest the new file's sha256, as a dump's author can."""
+    path = folder / "reruns.jsonl.gz"
+    lines = [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()]
+    for line in lines:
+        change(line)
+    raw = gzip.compress("".join(json.dumps(line) + "\n" for line in lines).encode(), mtime=0)
+    path.write_bytes(raw)
+    entry = {"sha256": hashlib.sha256(raw).hexdigest(), "bytes": len(raw), "lines": len(lines)}
+    rewrite_manifest(folder, lambda manifest: manifest["files"].update({"reruns.jsonl.gz": entry}))
+
+
+def test_a_dump_whose_attestation_does_not_verify_imports_nothing(
+    decided: Any, import_runs: ImportRuns, tmp_path: Path
+) -> None:
+    dump_into(tmp_path / "dump")
+    forget_everything()
+
+    def forged(line: dict[str, Any]) -> None:
+        if line["attestation"]:
+            statement = json.loads(base64.b64decode(line["attestation"]["payload"]))
+            statement["predicate"]["result"]["status"] = "PASSED"
+            line["attestation"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+
+    rewrite_reruns(tmp_path / "dump", forged)
+    output = import_runs(tmp_path / "dump", fails=True)
+    assert "reruns.jsonl.gz" in output and "field attestation" in output and "does not verify" in output
+    assert not Run.objects.exists() and not RerunRequest.objects.exists() and not Document.objects.exists()
+
+
+def test_a_rerun_result_no_attestation_vouches_for_is_left_out(
+    decided: Any, import_runs: ImportRuns, tmp_path: Path
+) -> None:
+    dump_into(tmp_path / "dump")
+    results = set(RerunRequest.objects.exclude(result_run=None).values_list("result_run__run_id", flat=True))
+    forget_everything()
+    rewrite_reruns(tmp_path / "dump", lambda line: line.update(attestation=None))
+    output = import_runs(tmp_path / "dump")
+    assert "a rerun's result that no attestation in this dump vouches for: not imported" in output
+    assert results and not Run.objects.filter(run_id__in=results).exists()
+    assert RerunRequest.objects.count() == 3 and not RerunRequest.objects.exclude(result_run=None).exists()
+
+
+def test_a_mirror_verifies_with_the_dumps_keys_and_never_takes_them_for_its_own(
+    decided: Any, import_runs: ImportRuns, tmp_path: Path
+) -> None:
+    dump_into(tmp_path / "dump")
+    forget_everything()
+    WorkerKey.objects.all().delete()
+    import_runs(tmp_path / "dump")
+    (key,) = WorkerKey.objects.all()
+    assert (key.name, key.registered_here) == (attested.WORKER, False)
+    assert RerunRequest.objects.exclude(attestation=None).count() == 2
+    # The key the dump's worker signs with (worker_identity finds it held, and registers nothing).
+    message = worker_message(attested.worker_identity(), "beat", "tests:1", classes=["cpu"])
+    assert WorkerKey.objects.count() == 1
+    assert "no worker is registered with here" in (collect(message) or "")

@@ -15,9 +15,10 @@ from attestations.models import Attestation, IssueReport
 from attestations.services import moderate_attestations, set_report_status
 from runs import figures
 from runs.models import ComparisonGroup, RerunRequest, Run
-from runs.reruns import HarnessOutcome, claim_rerun, record_result, request_rerun
+from runs.reruns import request_rerun
 from runs.services import restore_run, withdraw_run
 from tests.results import harness_result
+from tests.runs import attested
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
 
@@ -60,12 +61,7 @@ def assert_every_group_right() -> None:
 
 
 def verdict(run: Run, moderator: User, result: dict[str, Any]) -> RerunRequest:
-    claimed = claim_rerun(request_rerun(run, user=moderator).pk, "tests:1")
-    assert claimed is not None
-    request, attempt = claimed
-    record_result(request, attempt, result, HarnessOutcome(result, "", 0.5))
-    request.refresh_from_db()
-    return request
+    return attested.finish(request_rerun(run, user=moderator), result)
 
 
 def test_group_figures_follow_import_withdraw_restore_verdict_and_reevaluate(

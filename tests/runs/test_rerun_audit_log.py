@@ -13,9 +13,10 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import User
 
-from runs.models import RerunRequest, Run
-from runs.reruns import HarnessOutcome, claim_rerun, record_failure, record_result, reevaluate_run, request_rerun
+from runs.models import Run
+from runs.reruns import reevaluate_run, request_rerun
 from tests.results import harness_result
+from tests.runs import attested
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
 SYSTEM_ACCOUNT = "kernelindex"
@@ -27,17 +28,11 @@ def log_of(run: Run) -> list[tuple[str, str]]:
     return [(entry.user.username, entry.get_change_message()) for entry in entries]
 
 
-def claimed(request: RerunRequest) -> tuple[RerunRequest, int]:
-    claim = claim_rerun(request.pk, "tests:1")
-    assert claim is not None
-    return claim
-
-
 def test_a_result_is_logged_under_the_system_account(moderator: User, demo: Callable[[str], Run]) -> None:
     run = demo("rmsnorm-vectorised")
-    request, attempt = claimed(request_rerun(run, user=moderator, reason="check"))
-    result = harness_result(median=run.latency_ns / 2)
-    record_result(request, attempt, result, HarnessOutcome(result, "", 0.5))
+    request = attested.finish(
+        request_rerun(run, user=moderator, reason="check"), harness_result(median=run.latency_ns / 2)
+    )
     reevaluate_run(run)
     who = log_of(run)
     assert who[0] == (moderator.username, f"Requested rerun #{request.pk} on cpu: check")
@@ -49,7 +44,7 @@ def test_a_result_is_logged_under_the_system_account(moderator: User, demo: Call
 
 def test_a_failure_is_logged_under_the_system_account(moderator: User, demo: Callable[[str], Run]) -> None:
     run = demo("rmsnorm-vectorised")
-    request, attempt = claimed(request_rerun(run, user=moderator))
-    record_failure(request, attempt, "HARNESS_ERROR", "the harness produced no result")
+    # A worker whose harness wrote no result attests that (its result is None).
+    request = attested.finish(request_rerun(run, user=moderator), None)
     failed = f"Rerun #{request.pk} failed: HARNESS_ERROR: the harness produced no result"
     assert log_of(run)[-1] == (SYSTEM_ACCOUNT, failed)

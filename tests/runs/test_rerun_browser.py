@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from runs.models import Run
-from runs.reruns import execute_rerun, request_rerun
+from runs.reruns import request_rerun
+from tests.runs.attested import rerun_here
 from tests.test_browser_walk import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("memory_broker")]
@@ -27,7 +28,7 @@ def test_the_run_page_follows_a_rerun_until_it_ends(
     page.get_by_text(f"Rerun #{rerun.pk} is queued for a cpu worker").wait_for()
 
     # What a worker does, here in the test's process: the page must notice it without a reload.
-    execute_rerun(rerun.pk)
+    rerun_here(rerun)
     page.locator("#reruns").get_by_text("not reproduced").first.wait_for(timeout=15_000)
     page.locator("#evidence .status-not_reproduced").wait_for()
     assert page.evaluate("window.notReloaded") is True

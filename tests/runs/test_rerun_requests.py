@@ -211,3 +211,21 @@ def test_a_live_worker_is_left_alone(moderator: User, demo: Callable[[str], Run]
     assert sweep_reruns().retried == 0
     rerun.refresh_from_db()
     assert rerun.state == "running"
+
+
+def test_after_the_site_was_away_the_sweep_takes_nothing_back_until_beats_could_arrive(
+    moderator: User, demo: Callable[[str], Run]
+) -> None:
+    """A web tier that stalled or restarted heard no beat meanwhile: they may still wait on the results queue."""
+    from django.core.cache import cache
+
+    from runs.reruns import SWEPT_AT
+
+    rerun = request_rerun(demo("rmsnorm-vectorised"), user=moderator)
+    long_ago = timezone.now() - timedelta(hours=1)
+    RerunRequest.objects.filter(pk=rerun.pk).update(state="running", attempts=1, heartbeat_at=long_ago, worker="w1")
+    cache.set(SWEPT_AT, long_ago)
+    assert sweep_reruns().retried == 0
+    rerun.refresh_from_db()
+    assert rerun.state == "running"
+    assert sweep_reruns().retried == 1  # a sweep later, the silence is the worker's

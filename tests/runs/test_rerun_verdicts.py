@@ -14,32 +14,21 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
+from harness.worker import harness_command, read_job
 from records.rerun import RULE_VERSION
 from records.sources import rerun_protocol_of
 from runs.models import EvidenceChange, RerunRequest, Run
-from runs.reruns import (
-    HarnessOutcome,
-    claim_rerun,
-    harness_command,
-    record_result,
-    request_rerun,
-    runnable_documents,
-    sweep_reruns,
-)
+from runs.reruns import request_rerun, rerun_job, sweep_reruns
 from tests.pages import visible_text
 from tests.results import harness_result
+from tests.runs import attested
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
 
 
 def finish(request: RerunRequest, result: dict[str, Any]) -> RerunRequest:
     """One attempt of the request, as a worker makes it, with this harness result."""
-    claimed = claim_rerun(request.pk, "tests:1")
-    assert claimed is not None
-    request, attempt = claimed
-    record_result(request, attempt, result, HarnessOutcome(result, "", 0.5))
-    request.refresh_from_db()
-    return request
+    return attested.finish(request, result)
 
 
 def test_a_verdict_stores_its_rule_and_tolerance_and_the_page_shows_them(
@@ -138,8 +127,8 @@ def test_the_rerun_follows_the_protocol_of_the_runs_source(
         "kernelindex",
     ]
     run = demo("rmsnorm-vectorised")
-    request = request_rerun(run, user=moderator)
-    command = harness_command(request, runnable_documents(run), tmp_path)
+    job = read_job(rerun_job(request_rerun(run, user=moderator)))
+    command = harness_command(job, tmp_path, unsandboxed=False)
     assert command[command.index("--protocol") + 1] == "kernelindex"
     assert command[command.index("--device") + 1] == "cpu"
     # Pairs until the speedup's interval is within half the tolerance, or the case's budget ends.

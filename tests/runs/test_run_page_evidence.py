@@ -62,14 +62,10 @@ def test_without_a_conclusive_rerun_the_top_block_says_so(client: Client, demo: 
 
 
 def record_rerun_on(run: Run, hardware: str) -> RerunRequest:
-    from runs.reruns import HarnessOutcome, claim_rerun, record_result, request_rerun
+    from runs.reruns import request_rerun
+    from tests.runs import attested
 
-    result = result_on_cases(run, median=1e9)
-    claimed = claim_rerun(request_rerun(run, user=None, hardware=hardware).pk, "tests:1")
-    assert claimed is not None
-    record_result(claimed[0], claimed[1], result, HarnessOutcome(result, "", 0.5))
-    claimed[0].refresh_from_db()
-    return claimed[0]
+    return attested.finish(request_rerun(run, user=None, hardware=hardware), result_on_cases(run, median=1e9))
 
 
 def test_a_rerun_that_failed_correctness_leads_with_its_failure(client: Client, demo: Callable[[str], Run]) -> None:

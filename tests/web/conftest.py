@@ -10,9 +10,11 @@ from django.apps import apps
 from django.contrib.auth.models import User
 from django.contrib.contenttypes.models import ContentType
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
 
 from attestations.models import Attestation, IssueReport
-from runs.models import Definition, RerunRequest, Run
+from records.attestation import STATEMENT_PAYLOAD_TYPE, key_id, new_private_key, public_key_text
+from runs.models import Definition, RerunAttestation, RerunRequest, Run, WorkerKey
 from tests.conftest import ImportRuns
 
 
@@ -65,7 +67,17 @@ def every_url(import_runs: ImportRuns, sample: Path, admin_user: User) -> list[s
     assert run is not None and Definition.objects.exists()
     Attestation.objects.create(run=run, kind="note", body="a note")
     IssueReport.objects.create(run=run, category="other", body="a report")
-    RerunRequest.objects.create(run=run, run_digest=run.digest, hardware="nvidia-b200", reason="a rerun")
+    rerun = RerunRequest.objects.create(run=run, run_digest=run.digest, hardware="nvidia-b200", reason="a rerun")
+    # Its attestation as the collector keeps one (the envelope is served as it is, so any stands in here).
+    public = public_key_text(new_private_key().public_key())
+    key = WorkerKey.objects.create(
+        name="gpu-1", hardware="nvidia-b200", public_key=public, key_id=key_id(public), created_at=timezone.now()
+    )
+    envelope = {"payloadType": STATEMENT_PAYLOAD_TYPE, "payload": "", "signatures": [{"keyid": key.key_id, "sig": ""}]}
+    rerun.attestation = RerunAttestation.objects.create(
+        request=rerun, attempt=1, job_id="0" * 32, worker_key=key, envelope=envelope, received_at=timezone.now()
+    )
+    rerun.save(update_fields=["attestation"])
     urls = [
         reverse(name, kwargs=example_arguments(name, pattern, run, admin_user))
         for name, pattern in named_patterns(get_resolver())

@@ -14,8 +14,9 @@ from runs.reruns import reevaluate_run
 
 class Command(BaseCommand):
     help = (
-        "Apply today's evidence rule (and RERUN_TOLERANCE) to the stored reruns of the runs named, or of every "
-        "rerun run; each evidence level that moves is written to the run's evidence history."
+        "Apply today's evidence rule (and RERUN_TOLERANCE) to the figures the workers attested for the reruns of "
+        "the runs named, or of every rerun run; each evidence level that moves is written to the run's evidence "
+        "history."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
@@ -28,11 +29,15 @@ class Command(BaseCommand):
             missing = set(options["run_ids"]) - set(runs.values_list("run_id", flat=True))
             if missing:
                 raise CommandError(f"no run {', '.join(sorted(missing))}")
-        verdicts = moved = 0
+        verdicts = moved = unattested = 0
         for run in runs:
-            changed, change = reevaluate_run(run)
-            verdicts += changed
-            if change is not None:
+            outcome = reevaluate_run(run)
+            verdicts += outcome.changed
+            unattested += outcome.unattested
+            if (change := outcome.change) is not None:
                 moved += 1
                 self.stdout.write(f"run {run.run_id}: {change.previous} → {change.evidence} (rerun #{change.rerun_id})")
+        if unattested:
+            # Their figures were never signed by a worker: what a run says is no evidence, so they are left alone.
+            self.stdout.write(f"{unattested} rerun(s) decided before attestations were kept: left as decided")
         self.stdout.write(f"rule {RULE_VERSION}: {verdicts} verdict(s) changed, {moved} evidence level(s) moved")

@@ -1,0 +1,56 @@
+"""python manage.py local_worker [ARGUMENT ...]: this machine's own rerun worker, as `make run` starts it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import connections
+
+from harness.environment import detect_hardware_class
+from records.sources.hardware import hardware_class_named
+from runs.worker_keys import local_worker_key
+
+# What the worker keeps of this process's environment: the harness's timing setup and the machine's basics.
+KEPT_ENVIRONMENT = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "HOME",
+    "TMPDIR",
+    "CUDA_VISIBLE_DEVICES",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+)
+
+
+class Command(BaseCommand):
+    help = (
+        "Start `python -m harness.worker` for this machine's hardware class, with a key of its own "
+        "(var/worker-local.key, made and registered on first start) and the site's broker, and nothing else: "
+        "no database, no settings. For development; a production worker runs elsewhere with its own key."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("arguments", nargs="*", help="more arguments for python -m harness.worker")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        hardware = hardware_class_named(detect_hardware_class()).name
+        key = local_worker_key(hardware)
+        broker = settings.CELERY_BROKER_URL
+        command = [sys.executable, "-m", "harness.worker", "--class", hardware, "--key", str(key)]
+        if broker.startswith("filesystem"):
+            command += ["--broker-folder", str(settings.VAR_DIR)]
+        if settings.RERUN_UNSANDBOXED:
+            command.append("--unsandboxed")
+        command += ["--heartbeat", str(settings.RERUN_HEARTBEAT_SECONDS), *options["arguments"]]
+        environment = {name: os.environ[name] for name in KEPT_ENVIRONMENT if name in os.environ}
+        # The broker's URL in the environment, not on the command line, where any user of the host reads it.
+        environment |= {"KERNELINDEX_BROKER_URL": broker, "PYTHONPATH": str(Path(settings.BASE_DIR))}
+        connections.close_all()
+        # This process becomes the worker: Django, its settings and its database go with it.
+        os.execve(sys.executable, command, environment)

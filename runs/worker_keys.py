@@ -1,0 +1,101 @@
+"""The worker registry's writes: a new key (its private half handed out once, never kept), a revocation, and
+this machine's own key for `make run`.
+
+A rerun worker proves who it is with an ed25519 key (records.attestation); the
+registry keeps the public half, and the collector takes a worker's word only
+under a registered key that is not revoked, for the classes it is registered for.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from records.attestation import (
+    WORKER_NAME_PATTERN,
+    AttestationError,
+    key_file_text,
+    key_id,
+    new_private_key,
+    public_key_text,
+    read_key_file,
+)
+from records.sources.hardware import UnknownHardwareClassError, hardware_class_named
+from runs.models import WorkerKey
+
+LOCAL_KEY_FILE = "worker-local.key"
+
+
+class WorkerKeyError(Exception):
+    """A key that cannot be made or changed as asked; the message says why."""
+
+
+@dataclass(frozen=True)
+class CreatedKey:
+    registered: WorkerKey
+    # The worker's key file (`python -m harness.worker --key FILE`): the only copy of the private key.
+    key_file: str
+
+
+def create_worker_key(name: str, classes: list[str]) -> CreatedKey:
+    """Register a new worker key; the private half is returned once, for the operator to hand the worker."""
+    if not re.fullmatch(WORKER_NAME_PATTERN, name):
+        raise WorkerKeyError(f"{name!r}: a worker's name is letters, digits, '.', '_' and '-', at most 100")
+    try:
+        names = sorted({hardware_class_named(hardware).name for hardware in classes})
+    except UnknownHardwareClassError as unknown:
+        raise WorkerKeyError(str(unknown)) from None
+    if not names:
+        raise WorkerKeyError("a worker needs at least one hardware class (--class)")
+    private = new_private_key()
+    public = public_key_text(private.public_key())
+    try:
+        with transaction.atomic():
+            registered = WorkerKey.objects.create(
+                name=name, hardware=",".join(names), public_key=public, key_id=key_id(public), created_at=timezone.now()
+            )
+    except IntegrityError:
+        raise WorkerKeyError(f"a worker named {name!r} is registered already; give this one another name") from None
+    return CreatedKey(registered, key_file_text(name, names, private))
+
+
+def revoke_worker_key(name: str) -> bool:
+    """Revoke a worker's key: from now on nothing it signs is taken, and the published key set says since when."""
+    revoked = WorkerKey.objects.registered_here().filter(name=name, revoked_at__isnull=True)
+    return bool(revoked.update(revoked_at=timezone.now()))
+
+
+def local_key_path() -> Path:
+    return Path(settings.VAR_DIR) / LOCAL_KEY_FILE
+
+
+def local_worker_key(hardware: str) -> Path:
+    """This machine's own worker key file (var/worker-local.key) for `hardware`, made and registered on first
+    use, and made again if the registry no longer holds it unrevoked (a new database, a revocation)."""
+    path = local_key_path()
+    if path.is_file():
+        try:
+            identity = read_key_file(path.read_text())
+        except AttestationError:
+            identity = None
+        usable = WorkerKey.objects.registered_here().filter(revoked_at__isnull=True)
+        if identity is not None and hardware in identity.classes and usable.filter(key_id=identity.key_id).exists():
+            return path
+    stem = "local-" + re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname())[:80]
+    # A name not taken: keys are never deleted, so an earlier local key keeps its name.
+    taken = set(WorkerKey.objects.registered_here().filter(name__startswith=stem).values_list("name", flat=True))
+    name = next(f"{stem}-{number}" for number in range(1, len(taken) + 2) if f"{stem}-{number}" not in taken)
+    WorkerKey.objects.registered_here().filter(name__startswith=stem, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+    created = create_worker_key(name, [hardware])
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text(created.key_file)
+    return path
