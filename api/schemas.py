@@ -293,6 +293,9 @@ class Rerun(Out):
     state: RerunState
     verdict: str | None
     verdict_reason: str | None
+    attempt_reasons: list[str] = Field(
+        description="Why each attempt before the last came out inconclusive, in order (the last's is the verdict's)."
+    )
     rule_version: int | None
     tolerance: float | None
     counts_for_evidence: bool

@@ -489,6 +489,8 @@ class RerunRequest(models.Model):
     tolerance = models.FloatField(null=True, blank=True)
     # An attempt that came out inconclusive is queued again; the sweep sends it once this time has come.
     retry_at = models.DateTimeField(null=True, blank=True)
+    # Why each attempt before the last came out inconclusive, in order: the page says "after N attempts" with each.
+    attempt_reasons = models.JSONField(default=list, blank=True)
     # The job the current attempt is sent as, a fresh id for each attempt: only the worker that took this job
     # can answer it, once (runs.collector).
     job_id = models.CharField(max_length=32, blank=True, db_index=True)
@@ -531,6 +533,13 @@ class RerunRequest(models.Model):
     @property
     def rule_label(self) -> str:
         return rule_label(self.rule_version, self.tolerance)
+
+    @property
+    def attempt_history(self) -> list[str]:
+        """Each inconclusive attempt's reason before the last, as stored (strings only: a stored value is shown,
+        never trusted to be well formed)."""
+        reasons = self.attempt_reasons if isinstance(self.attempt_reasons, list) else []
+        return [str(reason) for reason in reasons]
 
 
 class EvidenceChange(models.Model):

@@ -361,6 +361,7 @@ def retry_later(request: RerunRequest, attempt: int, decided: Verdict, attestati
     retry_at = timezone.now() + timedelta(seconds=settings.RERUN_RETRY_AFTER_SECONDS)
     said = f"attempt {attempt} was inconclusive: {decided.reason}"
     RerunRequest.objects.filter(_still_ours(request, attempt)).update(
+        attempt_reasons=[*request.attempt_history, decided.reason],
         state=RerunRequest.State.QUEUED,
         job_id=new_job_id(),
         worker="",

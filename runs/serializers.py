@@ -64,6 +64,7 @@ def rerun_json(row: RerunRow) -> dict[str, Any]:
         "state": request.state,
         "verdict": request.verdict or None,
         "verdictReason": request.verdict_reason or None,
+        "attemptReasons": request.attempt_history,
         "ruleVersion": request.rule_version,
         "tolerance": request.tolerance,
         "retryAt": _timestamp(request.retry_at),

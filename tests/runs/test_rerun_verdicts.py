@@ -69,6 +69,15 @@ def test_a_noisy_attempt_runs_again_later_and_the_last_one_stands(
     run.refresh_from_db()
     assert run.evidence == "reported"  # inconclusive moves nothing
     assert not EvidenceChange.objects.filter(run=run).exists()
+    # The page says how many attempts it took, and why each was inconclusive.
+    page = visible_text(client.get(run.get_absolute_url()).content)
+    assert "Inconclusive after 2 attempts" in page
+    assert "attempt 1, inconclusive: every case passed; the median latency is 1.15× the reported figure" in page
+    twin = client.get(f"/runs/{run.run_id}.json").json()
+    (shown,) = twin["reruns"]
+    assert len(shown["attemptReasons"]) == 1
+    assert "the time budget ran out before it decided" in shown["attemptReasons"][0]
+    assert "the time budget ran out before it decided" in shown["verdictReason"]
 
 
 def test_a_correctness_failure_is_not_reproduced_at_the_first_attempt(
