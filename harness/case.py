@@ -65,8 +65,10 @@ FLUSH_SHARE = 0.9
 # past it the GPU is busy with work the kernel's process left queued, and the judge waits for it this long.
 PROBE_FACTOR, PROBE_MARGIN_NS, PROBE_PATIENCE_S = 4.0, 200_000, 2.0
 # After the warm-up, timed requests hold as many calls as make about this much work on the slower side (within
-# the calls calibrated): slow kernels are timed in more, shorter pairs, whose median settles sooner.
-REQUEST_TARGET_NS = 2_000_000
+# the calls the exchange has slots for): long enough that the harness's own cost of a request (thaw, round trip,
+# freeze: about half a millisecond of the served process's CPU, and as noisy) is a few per cent of it, short
+# enough that slow kernels are timed in many pairs, whose median settles sooner.
+REQUEST_TARGET_NS = 8_000_000
 
 _secret = random.SystemRandom()
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 ALIGNMENT = 64
-# Slots: at least two (consecutive calls never share addresses), and up to one block of calls plus one, within
-# a budget (a block of large tensors runs in fewer calls per request instead).
-MIN_SLOTS, MAX_SLOTS = 2, 17
+# Slots: at least two (consecutive calls never share addresses), and up to one request of calls plus one, within
+# a budget (a request of large tensors runs in fewer calls instead).
+MIN_SLOTS, MAX_SLOTS = 2, 33
 EXCHANGE_BUDGET = 256 * 2**20
 MAX_REPLY_BYTES = 64 * 1024
 # Bytes per element, by the formats' dtype names (a float4_e2m1fn_x2 element is a packed pair).

@@ -120,7 +120,7 @@ def _calibrated(
 ) -> dict[str, EmptyCost]:
     from harness.served import block_size, calibrate
 
-    size = block_size(kernel, case, job["iterations"])
+    size = block_size(kernel, case)
     cuda = str(job["device"]).startswith("cuda")
     return {"kernel": calibrate(kernel, case, size), "reference": calibrate(reference, case, size, probe=cuda)}
 

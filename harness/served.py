@@ -313,9 +313,10 @@ def _reset(view: torch.Tensor) -> None:
         view.fill_(torch.iinfo(view.dtype).max)
 
 
-def block_size(link: ServedLink, case: Mapping[str, Any], iterations: int) -> int:
-    """The most calls per request while timing: a fifth of the timed iterations, within the exchange's slots."""
-    return max(min(-(-iterations // 5), link.slots(case) - 1), 1)
+def block_size(link: ServedLink, case: Mapping[str, Any]) -> int:
+    """The most calls a request may hold: as many as the exchange has slots for, less one (calls at the same
+    addresses as the request before would find what it left)."""
+    return max(link.slots(case) - 1, 1)
 
 
 @dataclass(frozen=True)
