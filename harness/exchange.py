@@ -30,6 +30,9 @@ ALIGNMENT = 64
 MIN_SLOTS, MAX_SLOTS = 2, 33
 EXCHANGE_BUDGET = 256 * 2**20
 MAX_REPLY_BYTES = 64 * 1024
+# What the served process accepts from the judge in one line: a request of MAX_SLOTS - 1 calls, each naming every
+# input of a definition with many of them.
+MAX_REQUEST_BYTES = 4 * 2**20
 # Bytes per element, by the formats' dtype names (a float4_e2m1fn_x2 element is a packed pair).
 DTYPE_BYTES = {
     "float64": 8,

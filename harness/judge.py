@@ -85,8 +85,17 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
     try:
         kernel = ServedLink.of(descriptors["kernel"], bool(job["solution"]["dps"]))
         served_reference = ServedLink.of(descriptors["reference"], False)
-        # Before anything is loaded, each side's own cost of a request, which nothing of the solution's inflates.
+    except KernelFault as fault:
+        reporter.send("fatal", status="HARNESS_ERROR", reason=f"starting the served processes: {fault.reason}")
+        return
+    try:
+        # Before anything is loaded, each side's own cost of a request, which nothing of the solution's inflates:
+        # a fault here is the harness's own.
         overheads = {case["uuid"]: _calibrated(kernel, served_reference, case, job) for case in job["cases"]}
+    except KernelFault as fault:
+        reporter.send("fatal", status="HARNESS_ERROR", reason=f"calibrating the served processes: {fault.reason}")
+        return
+    try:
         failed = kernel.load()
     except KernelFault as fault:
         reporter.send("fatal", status=fault.status, reason=f"loading the solution: {fault.reason}")

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.exchange import DTYPE_BYTES, ChannelError, LineChannel, map_exchange
+from harness.exchange import DTYPE_BYTES, MAX_REQUEST_BYTES, ChannelError, LineChannel, map_exchange
 from harness.failures import failure_status, failure_text
 from harness.gpu_timing import CuptiTimer
 from harness.sandbox import drop_privileges
@@ -45,11 +45,12 @@ def main(argv: list[str]) -> int:
         drop_privileges()
     os.dup2(2, 1)
     os.chdir(scratch)
-    channel = LineChannel(calls_fd, replies_fd)
+    channel = LineChannel(calls_fd, replies_fd, limit=MAX_REQUEST_BYTES)
     exchange = map_exchange(exchange_fd)
     try:
         serve(config, scratch, channel, exchange)
-    except ChannelError:
+    except ChannelError as error:
+        print(f"kernel: the judge's channel failed: {error}", file=sys.stderr)
         return 1
     return 0
 

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from harness.cgroups import FreezeError, Freezer, read_cpu_ns
-from harness.exchange import ChannelError, LineChannel, Placement, placements, slot_bytes
+from harness.exchange import MAX_SLOTS, ChannelError, LineChannel, Placement, placements, slot_bytes
 from harness.tensors import DTYPES, changed_input
 
 # Calibration requests per case and side, before anything is loaded (the first, a cold start, is dropped).
@@ -315,8 +315,9 @@ def _reset(view: torch.Tensor) -> None:
 
 def block_size(link: ServedLink, case: Mapping[str, Any]) -> int:
     """The most calls a request may hold: as many as the exchange has slots for, less one (calls at the same
-    addresses as the request before would find what it left)."""
-    return max(link.slots(case) - 1, 1)
+    addresses as the request before would find what it left), and never more than a request of the largest case
+    holds (a small case finds many more slots in an exchange sized for the largest)."""
+    return max(min(link.slots(case), MAX_SLOTS) - 1, 1)
 
 
 @dataclass(frozen=True)
