@@ -112,7 +112,9 @@ class ServedLink:
         try:
             self.freezer.freeze()
         except (FreezeError, OSError) as error:
-            raise KernelFault("RUNTIME_ERROR", f"the process could not be frozen between requests: {error}") from None
+            # A host under memory pressure can hold a task in the kernel past the limit: the judge cannot measure,
+            # which says nothing against the kernel (an evaluation fault, tried again), never a conviction.
+            raise KernelFault("HARNESS_ERROR", f"the process could not be frozen between requests: {error}") from None
 
     def thaw(self) -> None:
         if self.freezer is not None:

@@ -48,7 +48,7 @@ def test_every_process_the_solution_started_dies_with_it(add_problem: Problem, t
     )
     result = run_harness(add_problem, solution, timeout=10)
 
-    assert result.status == "TIMEOUT"
+    assert result.status == "TIMEOUT", result.cases[0].reason
     assert not _processes_running(["sleep", marker])
 
 
