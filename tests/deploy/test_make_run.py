@@ -213,7 +213,7 @@ def test_a_rerun_asked_for_as_it_starts_serving_is_taken_within_seconds(make_run
     serving = time.monotonic()
     with contextlib.closing(sqlite3.connect(make_run.var / "db.sqlite3", timeout=5)) as db:
         (run_id,) = db.execute(
-            "SELECT run_id FROM runs_run WHERE source = 'kernelindex' AND external_id = 'demo/softmax-fused'"
+            "SELECT run_id FROM runs_run WHERE source = 'kernelindex' AND external_id = 'demo/softmax_h8/softmax-fused'"
         ).fetchone()
     environment = {name: value for name, value in os.environ.items() if name not in NOT_INHERITED}
     asked = subprocess.run(
