@@ -83,15 +83,7 @@ class Cgroup:
         """Kill what is left in the group (thawed first), then remove it."""
         self.thaw()
         for folder in dict.fromkeys(self.folders.values()):
-            for _ in range(50):
-                pids = _pids(folder)
-                for pid in pids:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(pid, 9)
-                with contextlib.suppress(OSError):
-                    folder.rmdir()
-                    break
-                time.sleep(0.02)
+            _kill_and_remove(folder)
 
 
 def read_cpu_ns(meter: int) -> int:
@@ -235,6 +227,11 @@ def _abandoned(folder: Path, cutoff: float) -> bool:
 
 def _reap(folder: Path) -> None:
     _thaw_folder(folder)
+    _kill_and_remove(folder)
+
+
+def _kill_and_remove(folder: Path) -> None:
+    """Kill every task in a (thawed) group and remove it, trying for about a second while tasks exit."""
     for _ in range(50):
         for pid in _pids(folder):
             with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -12,20 +12,9 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections
 
 from harness.environment import detect_hardware_class
+from harness.worker import HARNESS_ENVIRONMENT
 from records.sources.hardware import hardware_class_named
 from runs.worker_keys import local_worker_key
-
-# What the worker keeps of this process's environment: the harness's timing setup and the machine's basics.
-KEPT_ENVIRONMENT = (
-    "PATH",
-    "LANG",
-    "LC_ALL",
-    "HOME",
-    "TMPDIR",
-    "CUDA_VISIBLE_DEVICES",
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-)
 
 
 class Command(BaseCommand):
@@ -48,7 +37,8 @@ class Command(BaseCommand):
         if settings.RERUN_UNSANDBOXED:
             command.append("--unsandboxed")
         command += ["--heartbeat", str(settings.RERUN_HEARTBEAT_SECONDS), *options["arguments"]]
-        environment = {name: os.environ[name] for name in KEPT_ENVIRONMENT if name in os.environ}
+        # The worker keeps what it hands its harness processes: the timing setup and the machine's basics.
+        environment = {name: os.environ[name] for name in HARNESS_ENVIRONMENT if name in os.environ}
         # The broker's URL in the environment, not on the command line, where any user of the host reads it.
         environment |= {"KERNELINDEX_BROKER_URL": broker, "PYTHONPATH": str(Path(settings.BASE_DIR))}
         connections.close_all()

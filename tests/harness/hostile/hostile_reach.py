@@ -7,6 +7,8 @@ import sys
 import threading
 from pathlib import Path
 
+import torch
+
 # Module names a judge is likely to live in, besides the program that was started (__main__).
 JUDGE_PACKAGES = {"harness", "judge", "bench", "benchmark", "evaluator", "grader"}
 _HERE = str(Path(__file__).resolve().parent)
@@ -42,6 +44,31 @@ def patch_named(names, make_replacement):
                         continue
                     patched.append(f"{getattr(owner, '__name__', owner)}.{name}")
     return patched
+
+
+def rewrite_reported_times(rewrite):
+    """Patch every reply writer in the judge's modules so that the per-call times of each reply pass through
+    `rewrite(times) -> times` on their way out: the kernel's own figures, forged as its process could."""
+
+    def make(original):
+        def send(self, message, *args, **kwargs):
+            results = message.get("results") if isinstance(message, dict) else None
+            timed = [r for r in results or [] if isinstance(r, dict) and isinstance(r.get("ns"), (int, float))]
+            if timed:
+                for result, forged in zip(timed, rewrite([r["ns"] for r in timed]), strict=True):
+                    result["ns"] = forged
+            return original(self, message, *args, **kwargs)
+
+        return send
+
+    return patch_named(("send",), make)
+
+
+def rmsnorm_into(hidden_states, weight, eps, output):
+    """The honest RMSNorm the timing attacks wrap: correct outputs, written into `output`."""
+    variance = hidden_states.square().mean(dim=-1, keepdim=True)
+    torch.mul(hidden_states, torch.rsqrt(variance + eps), out=output)
+    output.mul_(weight)
 
 
 def open_descriptors():

@@ -4,30 +4,21 @@ took the median over the kernel's per-call split would see a kernel three times 
 no figure from the split at all."""
 
 import hostile_reach
-import torch
 
 
-def _redistributed(original):
-    def send(self, message, *args, **kwargs):
-        results = message.get("results") if isinstance(message, dict) else None
-        timed = [r for r in results or [] if isinstance(r, dict) and isinstance(r.get("ns"), (int, float))]
-        if len(timed) >= 3:
-            total = sum(r["ns"] for r in timed)
-            fast = len(timed) - 2
-            share = total / len(timed) / 3
-            for index, result in enumerate(timed):
-                result["ns"] = share if index < fast else (total - share * fast) / 2
-        return original(self, message, *args, **kwargs)
-
-    return send
+def _redistributed(times):
+    """Eight calls of ten at a third of their share, the last two with the rest: the request's total kept."""
+    if len(times) < 3:
+        return times
+    total, fast = sum(times), len(times) - 2
+    share = total / len(times) / 3
+    return [share] * fast + [(total - share * fast) / 2] * 2
 
 
-patched = hostile_reach.patch_named(("send",), _redistributed)
+patched = hostile_reach.rewrite_reported_times(_redistributed)
 
 
 def run(hidden_states, weight, eps, output):
     if not patched:
         raise RuntimeError("attack failed: found no reply writer to patch")
-    variance = hidden_states.square().mean(dim=-1, keepdim=True)
-    torch.mul(hidden_states, torch.rsqrt(variance + eps), out=output)
-    output.mul_(weight)
+    hostile_reach.rmsnorm_into(hidden_states, weight, eps, output)
