@@ -66,8 +66,11 @@ RULE_VERSION = 5
 # the claim not reproduced: the spread between whole evaluations of one honest kernel, which no single rerun's
 # interval shows (bench/verdicts measures it: the largest ratio between two evaluations of one demo kernel's
 # suite speedup, quiet or beside two busy loops). Slower than claimed by less than this is inconclusive: noise
-# must make a rerun undecided, never wrong.
-RUN_TO_RUN = 1.15
+# must make a rerun undecided, never wrong. At 1.15 an honest Python-loop kernel (the demo's rmsnorm-row-loop,
+# claimed from evaluations on a host at load 3 to 5) was convicted at load 3 to 4: whole evaluations of one
+# kernel moved its speedup by up to 1.3 times as the host's load changed, since a busy host slows a loop of
+# small operations more than the reference's single call. 1.5 leaves room above that.
+RUN_TO_RUN = 1.5
 
 EVIDENCE_RULE = (
     "The latest conclusive KernelIndex rerun on the run's own hardware class decides its evidence level "
