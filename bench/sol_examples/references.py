@@ -15,12 +15,19 @@ definition's whole published workload, for each protocol P the definition is
 valid for:
 
 - a SOL-ExecBench definition: `sol-execbench` (its own evaluator) and
-  `kernelindex` (a native run may take any definition of either format);
+  `kernelindex` (a native run may take a definition of either format). Not
+  `flashinfer-bench`: its Definition requires an `op_type` and knows only
+  `const` and `var` axes, and its workloads only random, scalar and
+  safetensors inputs (flashinfer-ai/flashinfer-bench@40e6ca7844b5
+  flashinfer_bench/data/definition.py and workload.py), while SOL-ExecBench's
+  examples have definitions without `op_type`, `expr` axes and custom inputs.
 - a flashinfer-bench definition: `flashinfer-bench` and `kernelindex`. Not
-  `sol-execbench`: SOL-ExecBench's evaluator draws inputs by rules on their
-  names that FlashInfer-Bench's definitions were not written for, and it takes
-  only its own format (its FlashInfer-Bench subset republishes these
-  definitions in that format, with workloads of its own).
+  `sol-execbench`: its evaluator reads workloads in its own format, not
+  FlashInfer-Bench's traces, and draws inputs by rules on their names
+  (NVIDIA/SOL-ExecBench@8d2237d2012c src/sol_execbench/core/bench/io.py,
+  _generate_heuristic_tensor) that FlashInfer-Bench's definitions were not
+  written for; its FlashInfer-Bench subset republishes such definitions in
+  its own format, with workloads of its own.
 
 A reference that passes against itself is the least any judge must do; one
 that does not must end with a status naming what this host lacks. The table
@@ -91,14 +98,15 @@ def sol_definitions(repo: Path, revision: str, into: Path) -> list[Published]:
 def fib_definitions(repo: Path, revision: str, into: Path) -> list[Published]:
     """Every flashinfer-bench definition JSON with a reference, with its trace set's workloads/<name>.jsonl."""
     candidates = [path for path in tracked(repo, revision, ".json") if "/definitions/" in f"/{path}"]
-    folder = extract(repo, revision, candidates, into)
+    # A trace set's layout: <root>/definitions/<op>/<name>.json beside <root>/workloads/<op>/<name>.jsonl.
+    roots = sorted({f"/{path}".split("/definitions/")[0].lstrip("/") or "." for path in candidates})
+    folder = extract(repo, revision, roots, into)
     found = []
     for path in candidates:
         definition = folder / path
         document = json.loads(definition.read_text())
         if "reference" not in document:
             continue
-        # A trace set's layout: definitions/<op>/<name>.json beside workloads/<op>/<name>.jsonl.
         root = next(parent for parent in definition.parents if parent.name == "definitions").parent
         relative = definition.relative_to(root / "definitions").with_suffix(".jsonl")
         found.append(Published(path, "flashinfer-bench", definition, root / "workloads" / relative, FIB_PROTOCOLS))
