@@ -165,47 +165,77 @@ def _widened(tensor: torch.Tensor, exact: bool) -> torch.Tensor:
 def _compare_values(
     name: str, got: torch.Tensor, want: torch.Tensor, limits: _Limits, rule: CorrectnessRule
 ) -> Verdict:
-    both_negative_inf = (want == float("-inf")) & (got == float("-inf"))
-    if not limits.allow_negative_inf:
-        both_negative_inf = torch.zeros_like(both_negative_inf)
-    solution_bad = ~torch.isfinite(got) & ~both_negative_inf
-    if solution_bad.any():
+    # Few whole-tensor passes, no boolean indexing, masks only where non-finite values need them: an output of
+    # 59 M elements (rmsnorm at batch 14418) was checked in 14 s a round, and ten rounds of such cases passed
+    # the evaluation's time limit; it takes about a second now.
+    solution_bad = None if _all_finite(got) else ~torch.isfinite(got)
+    reference_bad = None if _all_finite(want) else ~torch.isfinite(want)
+    # Matching -inf is allowed where the case says so: those elements are neither bad nor counted.
+    both_negative_inf = None
+    if limits.allow_negative_inf and solution_bad is not None and reference_bad is not None:
+        both_negative_inf = (want == float("-inf")) & (got == float("-inf"))
+        solution_bad &= ~both_negative_inf
+        reference_bad &= ~both_negative_inf
+    if solution_bad is not None and solution_bad.any():
         index = _first(solution_bad)
         return Verdict("INCORRECT_NUMERICAL", f"output {name!r}: {got[index].item()} at index {index}")
-    reference_bad = ~torch.isfinite(want) & ~both_negative_inf
-    if rule.reference_nonfinite == "incorrect" and reference_bad.any():
+    if reference_bad is not None and not reference_bad.any():
+        reference_bad = None
+    if rule.reference_nonfinite == "incorrect" and reference_bad is not None:
         index = _first(reference_bad)
         return Verdict(
             "INCORRECT_NUMERICAL",
             f"output {name!r}: the reference has {want[index].item()} at index {index}, "
             "which this protocol counts against the solution",
         )
-    # Matching -inf is checked above; the share within tolerance is of the other elements.
-    counted = ~both_negative_inf
-    if rule.all_zero_guard and bool((want[counted] != 0).any()) and not bool((got[counted] != 0).any()):
+    if rule.all_zero_guard and _all_zero_against_nonzero(got, want, both_negative_inf):
         return Verdict("INCORRECT_NUMERICAL", f"output {name!r}: all zeros, the reference is not")
-    skipped = reference_bad | both_negative_inf
-    difference = torch.where(skipped, torch.zeros_like(got), (got - want).abs())
-    within = _within(difference, want, limits, rule) & ~reference_bad
-    if rule.reference_nonfinite == "ignore":
+    difference = (got - want).abs_()
+    for skipped in (reference_bad, both_negative_inf):
+        if skipped is not None:
+            difference.masked_fill_(skipped, 0)
+    want_magnitude = want.abs()
+    within = _within(difference, want_magnitude, limits, rule)
+    if reference_bad is not None:
         # FlashInfer-Bench: the error at a NaN or Inf reference is NaN, which exceeds nothing.
-        within |= reference_bad
+        within = within | reference_bad if rule.reference_nonfinite == "ignore" else within & ~reference_bad
     max_abs = float(difference.max().item()) if difference.numel() else 0.0
     floor = max(limits.atol, torch.finfo(difference.dtype).tiny)
-    relative = difference / want.abs().clamp_min(floor)
+    relative = difference.div_(want_magnitude.clamp_min_(floor))
     max_rel = float(relative.max().item()) if relative.numel() else 0.0
-    considered = within[counted]
-    matched = float(considered.double().mean().item()) if considered.numel() else 1.0
+    # The share within tolerance is of the elements other than matching -inf.
+    outside = ~within if both_negative_inf is None else ~within & ~both_negative_inf
+    excluded = 0 if both_negative_inf is None else int(torch.count_nonzero(both_negative_inf).item())
+    counted, outside_count = within.numel() - excluded, int(torch.count_nonzero(outside).item())
+    matched = (counted - outside_count) / counted if counted else 1.0
     if matched < limits.match_ratio:
-        return _mismatch(name, got, want, ~within & counted, int(considered.numel()), limits, rule, max_abs, max_rel)
+        return _mismatch(name, got, want, outside, outside_count, counted, limits, rule, max_abs, max_rel)
     return Verdict("PASSED", None, max_abs, max_rel)
 
 
-def _within(difference: torch.Tensor, want: torch.Tensor, limits: _Limits, rule: CorrectnessRule) -> torch.Tensor:
+def _all_finite(values: torch.Tensor) -> bool:
+    """Whether every element is finite, in one pass that allocates nothing: min and max propagate NaN."""
+    if values.numel() == 0:
+        return True
+    low, high = torch.aminmax(values)
+    return bool(torch.isfinite(low).item()) and bool(torch.isfinite(high).item())
+
+
+def _all_zero_against_nonzero(got: torch.Tensor, want: torch.Tensor, excluded: torch.Tensor | None) -> bool:
+    """An all-zero output where the reference is not, over the elements not excluded."""
+    if excluded is None:
+        return bool(torch.count_nonzero(want).item()) and not bool(torch.count_nonzero(got).item())
+    kept = ~excluded
+    return bool(((want != 0) & kept).any()) and not bool(((got != 0) & kept).any())
+
+
+def _within(
+    difference: torch.Tensor, want_magnitude: torch.Tensor, limits: _Limits, rule: CorrectnessRule
+) -> torch.Tensor:
     if rule.element_rule == "either":
-        relative = difference / (want.abs() + _EITHER_EPSILON)
+        relative = difference / (want_magnitude + _EITHER_EPSILON)
         return (difference <= limits.atol) | (relative <= limits.rtol)
-    return difference <= limits.atol + limits.rtol * want.abs()
+    return difference <= limits.atol + limits.rtol * want_magnitude
 
 
 def _mismatch(
@@ -213,6 +243,7 @@ def _mismatch(
     got: torch.Tensor,
     want: torch.Tensor,
     outside: torch.Tensor,
+    outside_count: int,
     considered: int,
     limits: _Limits,
     rule: CorrectnessRule,
@@ -224,7 +255,7 @@ def _mismatch(
     allowed = "" if limits.match_ratio >= 1 else f", {limits.match_ratio:.4g} of them must be within"
     return Verdict(
         "INCORRECT_NUMERICAL",
-        f"output {name!r}: {int(outside.sum().item())} of {considered} elements outside {bound} "
+        f"output {name!r}: {outside_count} of {considered} elements outside {bound} "
         f"(atol={limits.atol:g}, rtol={limits.rtol:g}{allowed}); first at index {index}: "
         f"got {got[index].item():.6g}, expected {want[index].item():.6g}",
         max_abs,
