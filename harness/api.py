@@ -80,7 +80,7 @@ def evaluate(
         case_budget=case_budget,
     )
     result = _evaluate(inputs, limits, sandbox, protocol, setup, data_root)
-    if result.status in EVALUATION_FAULTS:
+    if result.status in EVALUATION_FAULTS or result.status == "TIMEOUT":
         result = _attributed(
             result, _evaluate(_reference_as_solution(inputs, protocol), limits, sandbox, protocol, setup, data_root)
         )
@@ -127,7 +127,16 @@ def _reference_as_solution(inputs: Inputs, protocol: str) -> Inputs:
 
 
 def _attributed(result: EvaluationResult, control: EvaluationResult) -> EvaluationResult:
-    """An evaluation fault is the kernel's when it does not recur with the reference as the solution."""
+    """An evaluation fault is the kernel's when it does not recur with the reference as the solution. So is a
+    timeout; one that recurs is the host's (too slow for the definition within the limit), never the kernel's."""
+    if result.status == "TIMEOUT":
+        if control.status != "TIMEOUT":
+            return result
+        reason = (
+            f"{result.reason}, and so did the reference as the solution: this host cannot judge this definition "
+            "within the limit"
+        )
+        return result.model_copy(update={"status": "HARNESS_ERROR", "reason": reason})
     if control.status == "PASSED":
         reason = (
             f"the evaluation failed ({result.status}) only with this solution; with the reference as the solution "

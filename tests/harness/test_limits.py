@@ -7,7 +7,14 @@ import time
 import uuid
 from pathlib import Path
 
-from tests.harness.conftest import Problem, assert_next_evaluation_works, run_harness, write_solution
+from tests.harness.conftest import (
+    CORRECT_ADD,
+    Problem,
+    assert_next_evaluation_works,
+    run_harness,
+    write_problem,
+    write_solution,
+)
 
 
 def test_an_infinite_loop_is_stopped_as_a_timeout_within_the_limit(add_problem: Problem, tmp_path: Path) -> None:
@@ -27,9 +34,22 @@ def test_an_infinite_loop_is_stopped_as_a_timeout_within_the_limit(add_problem: 
     assert result.reason == "the evaluation passed its wall-time limit of 10 s"
     assert [case.status for case in result.cases] == ["TIMEOUT", "NOT_RUN"]
     assert result.cases[1].reason == "not run: the evaluation stopped at case case-small"
-    # Generous: the limit plus the time to kill the sandbox and start the next check.
-    assert elapsed < 30
+    # Generous: the limit, the kill, and the control evaluation with the reference as the solution (which
+    # passes, so the timeout is the kernel's).
+    assert elapsed < 60
     assert_next_evaluation_works(add_problem, tmp_path)
+
+
+def test_a_timeout_that_recurs_with_the_reference_as_the_solution_is_the_hosts_not_the_kernels(
+    tmp_path: Path,
+) -> None:
+    # A definition this host cannot judge within the limit (here its reference never ends): a kernel as good
+    # as the reference must not be convicted of a timeout.
+    problem = write_problem(tmp_path / "problem", reference="def run(x, y):\n    while True:\n        pass\n")
+    result = run_harness(problem, write_solution(tmp_path / "s", CORRECT_ADD), timeout=10)
+
+    assert result.status == "HARNESS_ERROR", result.reason
+    assert "cannot judge this definition within the limit" in (result.reason or "")
 
 
 def test_every_process_the_solution_started_dies_with_it(add_problem: Problem, tmp_path: Path) -> None:
