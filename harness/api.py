@@ -322,6 +322,7 @@ def assemble(
             "latency": latency,
             "reference_latency": reference_latency,
             "speedup": suite_speedup([c.speedup for c in cases if c.speedup]) if all_passed else None,
+            "host_busy": _busiest(cases) if all_passed else None,
             "protocol": Protocol(
                 name=protocol,
                 version=known.version,
@@ -340,6 +341,11 @@ def assemble(
             "log_tail": outcome.log_tail,
         }
     )
+
+
+def _busiest(cases: list[CaseResult]) -> float | None:
+    shares = [case.host_busy for case in cases]
+    return max(share for share in shares if share is not None) if cases and None not in shares else None
 
 
 def _case_results(inputs: Inputs, outcome: Outcome) -> list[CaseResult]:

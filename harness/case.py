@@ -25,6 +25,9 @@ looks the same from the served side.
   while the judge stages inputs, checks outputs or times the reference. On
   CUDA, where queued GPU work outlives a frozen process, the reference's
   process first checks that the GPU is idle (`_wait_for_idle_gpu`).
+- While the pairs run, the judge also measures how much of the host's CPU
+  time other work used (harness.host): the evidence rule allows for a wider
+  spread between evaluations on a busy host.
 - The times the kernel's process reports are detail. Where they leave most of
   the CPU time the judge measured unexplained, even allowing thrice the
   harness's own cost, the kernel's process lied about its time: a REWARD_HACK
@@ -43,6 +46,7 @@ import torch
 
 from harness.checking import compare, outputs_as_list, reference_problem
 from harness.failures import failure_status, failure_text
+from harness.host import mark, other_share
 from harness.protocols import protocol_named
 from harness.served import Block, Call, EmptyCost, KernelFault, ServedLink
 from harness.stats import MAX_PAIRS, MIN_PAIRS, settled
@@ -211,6 +215,7 @@ class CaseJudge:
         precision = self.job.get("precision")
         budget = float(self.job.get("case_budget") or 0)
         started = time.monotonic()
+        host_at_start = mark(self._served_cpu_ns())
         pairs: list[Pair] = []
         while True:
             pairs.append(self._pair(size, "timed call", check_share=CHECKED_SHARE, first=len(pairs) * size))
@@ -220,8 +225,10 @@ class CaseJudge:
                 break
             if settled([pair.ratio for pair in pairs], precision):
                 break
+        host_busy = other_share(host_at_start, mark(self._served_cpu_ns()))
         self._check_reported(pairs)
         result = self._result("PASSED", None)
+        result["host_busy"] = host_busy
         result["samples"] = [pair.kernel_ns for pair in pairs]
         result["reference_samples"] = [pair.reference_ns for pair in pairs]
         result["pair_ratios"] = [pair.ratio for pair in pairs]
@@ -247,6 +254,10 @@ class CaseJudge:
             own_ns=own,
             calls=count,
         )
+
+    def _served_cpu_ns(self) -> float | None:
+        kernel, reference = self.kernel.cpu_ns(), self.reference.cpu_ns()
+        return None if kernel is None or reference is None else float(kernel + reference)
 
     def _measured(self, block: Block) -> float:
         """The judge's measure of a request: the group's CPU time on the CPU, its own wall clock on CUDA (where

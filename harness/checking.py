@@ -42,6 +42,8 @@ class _Limits:
     rtol: float
     match_ratio: float
     allow_negative_inf: bool
+    # The largest absolute error allowed whatever the ratio matched, where the case sets one.
+    error_cap: float | None = None
 
 
 def outputs_as_list(returned: Any, names: Sequence[str]) -> list[Any]:
@@ -148,6 +150,7 @@ def _limits(tolerance: Mapping[str, Any], rule: CorrectnessRule, definition_name
         rtol=0.0 if exact else rule.default_rtol if rtol is None else float(rtol),
         match_ratio=rule.match_ratio_for(definition_name) if ratio is None else float(ratio),
         allow_negative_inf=bool(given.get("allow_negative_inf")),
+        error_cap=None if exact or given.get("error_cap") is None else float(given["error_cap"]),
     )
 
 
@@ -210,6 +213,14 @@ def _compare_values(
     matched = (counted - outside_count) / counted if counted else 1.0
     if matched < limits.match_ratio:
         return _mismatch(name, got, want, outside, outside_count, counted, limits, rule, max_abs, max_rel)
+    if limits.error_cap is not None and max_abs > limits.error_cap:
+        return Verdict(
+            "INCORRECT_NUMERICAL",
+            f"output {name!r}: largest absolute error {max_abs:.6g}, above the case's cap of {limits.error_cap:g} "
+            f"(max_error_cap), though {matched:.4%} of elements are within the tolerance",
+            max_abs,
+            max_rel,
+        )
     return Verdict("PASSED", None, max_abs, max_rel)
 
 

@@ -139,6 +139,7 @@ def _case_job(
             # None where the case gives none: the protocol's default decides (SOL-ExecBench's is 0.99).
             "match_ratio": _given_match_ratio(tolerance),
             "allow_negative_inf": tolerance.allow_negative_inf,
+            "error_cap": tolerance.max_error_cap,
         },
     }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from harness.timing_names import Timer
 
@@ -63,6 +63,9 @@ class CaseResult(_Closed):
     # calls in each request (latency and speedup are per call: a request's figure over its calls).
     pairs: int | None = None
     calls_per_request: int | None = None
+    # The share of the host's CPU time that work other than the evaluation's used while the pairs ran
+    # (harness.host), between 0 and 1; None where the host does not show it.
+    host_busy: float | None = Field(default=None, ge=0, le=1)
 
 
 class Protocol(_Closed):
@@ -113,6 +116,8 @@ class EvaluationResult(_Closed):
     latency: Latency | None = None
     reference_latency: Latency | None = None
     speedup: Speedup | None = None
+    # The busiest case's host_busy, only when every case passed and each has one.
+    host_busy: float | None = Field(default=None, ge=0, le=1)
     protocol: Protocol
     limits: Limits = Limits()
     environment: dict[str, Any]

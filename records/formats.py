@@ -204,6 +204,9 @@ class Tolerance(_Open):
     required_match_ratio: Ratio | None = None
     required_matched_ratio: Ratio | None = None
     allow_negative_inf: bool = False
+    # SOL-ExecBench's hard ceiling on the largest absolute error, whatever the matched ratio (docs/workload.md
+    # "tolerance"; core/bench/correctness.py compute_error_stats fails a case when max_abs > max_error_cap).
+    max_error_cap: NonNegative | None = None
 
     @property
     def match_ratio(self) -> float:

@@ -60,8 +60,9 @@ TAMPERING = "REWARD_HACK"
 # beyond the tolerance. Versions 3 and 4 waited for a second evaluation on fresh inputs before a correctness
 # failure counted (a kernel wrong only on the case's own seed was never convicted) and gave up on a reference
 # that drifted between blocks. Version 5 reads a judge that times kernel and reference in interleaved pairs
-# until the speedup's interval is narrow (harness 0.2): drift moves both sides of a pair alike.
-RULE_VERSION = 5
+# until the speedup's interval is narrow (harness 0.2): drift moves both sides of a pair alike. Version 6 allows
+# the narrower spread between evaluations of a quiet host where the judge measured the host quiet.
+RULE_VERSION = 6
 # How much slower than claimed, beyond the tolerance, even the fast end of a rerun's interval must be to call
 # the claim not reproduced: the spread between whole evaluations of one honest kernel, which no single rerun's
 # interval shows (bench/verdicts measures it: the largest ratio between two evaluations of one demo kernel's
@@ -71,6 +72,12 @@ RULE_VERSION = 5
 # kernel moved its speedup by up to 1.3 times as the host's load changed, since a busy host slows a loop of
 # small operations more than the reference's single call. 1.5 leaves room above that.
 RUN_TO_RUN = 1.5
+# The spread on a host that other work left quiet while the rerun's pairs ran (the judge measures it: harness
+# host_busy, at most QUIET_HOST_BUSY of the host's CPU time); bench/verdicts measured evaluations of one demo
+# kernel on a quiet host within 1.13 times of each other. Where the judge could not tell, the host counts as
+# busy.
+RUN_TO_RUN_QUIET = 1.2
+QUIET_HOST_BUSY = 0.1
 
 EVIDENCE_RULE = (
     "The latest conclusive KernelIndex rerun on the run's own hardware class decides its evidence level "
@@ -81,7 +88,9 @@ EVIDENCE_RULE = (
     "least as fast as claimed within the tolerance. Not reproduced when its outputs were wrong on any round (the "
     "case's own inputs or fresh ones, which it cannot tell apart), when it tampered with its evaluation or failed "
     "in it, or when even the fast end of the rerun's 95 % interval is slower than claimed beyond the tolerance "
-    "and beyond the spread between whole evaluations of one kernel ({run_to_run}). Inconclusive when the time "
+    "and beyond the spread between whole evaluations of one kernel ({run_to_run_quiet} where the judge measured "
+    "the host quiet while it timed, other work using at most {quiet} of its CPU time; {run_to_run} otherwise). "
+    "Inconclusive when the time "
     "budget ran out before the interval decided, or when the evaluation itself failed with the reference as the "
     "solution too: that moves nothing and is retried. Reruns on other hardware are shown and move nothing; "
     "community notes never do."
@@ -101,7 +110,13 @@ def rerun_precision(tolerance: float) -> float:
 
 def evidence_rule(tolerance: float, version: int = RULE_VERSION) -> str:
     """The rule as the pages state it, with the tolerance (a fraction) it was applied with."""
-    return EVIDENCE_RULE.format(version=version, tolerance=f"±{tolerance:.0%}", run_to_run=f"{RUN_TO_RUN:g}×")
+    return EVIDENCE_RULE.format(
+        version=version,
+        tolerance=f"±{tolerance:.0%}",
+        run_to_run=f"{RUN_TO_RUN:g}×",
+        run_to_run_quiet=f"{RUN_TO_RUN_QUIET:g}×",
+        quiet=f"{QUIET_HOST_BUSY:.0%}",
+    )
 
 
 @dataclass(frozen=True)
@@ -157,6 +172,22 @@ class Measured:
     # What the judge measured each request by ("none": it had no cgroup, so the kernel could not be frozen
     # while the reference ran); None for results from before the harness said.
     clock_check: str | None = None
+    # The share of the host's CPU time other work used while the pairs ran (the busiest case's); None where
+    # the judge could not tell, or for results from before it said.
+    host_busy: float | None = None
+
+    @property
+    def run_to_run(self) -> float:
+        """The spread between whole evaluations of one kernel that this rerun's host allows for."""
+        quiet = self.host_busy is not None and self.host_busy <= QUIET_HOST_BUSY
+        return RUN_TO_RUN_QUIET if quiet else RUN_TO_RUN
+
+    @property
+    def host_said(self) -> str:
+        if self.host_busy is None:
+            return "a host whose load the judge could not measure"
+        quiet = "quiet" if self.host_busy <= QUIET_HOST_BUSY else "busy"
+        return f"a {quiet} host (other work used {self.host_busy:.0%} of its CPU time)"
 
     def speedup(self, statistic: str) -> Estimate | None:
         if not self.case_speedups:
@@ -198,6 +229,7 @@ def measured_from_result(result: Mapping[str, Any]) -> Measured:
         latency=latency,
         case_speedups=tuple(s for s in speedups if s) if speedups and all(speedups) else (),
         clock_check=(result.get("limits") or {}).get("clock_check"),
+        host_busy=_share(result.get("host_busy")),
     )
 
 
@@ -217,6 +249,7 @@ def measured_from_run(run_spec: Mapping[str, Any]) -> Measured:
         latency=Estimate.of(median, (latency.get("ci95Low"), latency.get("ci95High"))) if median else None,
         case_speedups=tuple(s for s in speedups if s) if speedups and all(speedups) else (),
         clock_check=metrics.get("clockCheck"),
+        host_busy=_share(metrics.get("hostBusy")),
     )
 
 
@@ -244,7 +277,7 @@ def verdict(claim: Claim, measured: Measured, tolerance: float, *, own_hardware:
     compared = _comparison(claim, measured, own_hardware)
     if isinstance(compared, str):
         return Verdict(INCONCLUSIVE, compared, tolerance)
-    return _timing_verdict(compared, tolerance)
+    return _timing_verdict(compared, tolerance, measured)
 
 
 @dataclass(frozen=True)
@@ -275,15 +308,15 @@ def _comparison(claim: Claim, measured: Measured, own_hardware: bool) -> _Compar
     return _Compared(slowdown, latency, "the median latency", f"{slowdown.median:.2f}× the reported figure")
 
 
-def _timing_verdict(compared: _Compared, tolerance: float) -> Verdict:
+def _timing_verdict(compared: _Compared, tolerance: float, measured: Measured) -> Verdict:
     slowdown = compared.slowdown
     meets = 1 + tolerance
-    convicting = meets * RUN_TO_RUN
-    if slowdown.low > convicting:
+    run_to_run = measured.run_to_run
+    if slowdown.low > meets * run_to_run:
         said = (
             f"every case passed, but {compared.describe} is {compared.ratio_text}: slower than claimed beyond "
-            f"±{tolerance:.0%} and the {RUN_TO_RUN:g}× spread between evaluations, even at the fast end of its "
-            "95 % interval"
+            f"±{tolerance:.0%} and the {run_to_run:g}× spread between evaluations on {measured.host_said}, even "
+            "at the fast end of its 95 % interval"
         )
         return Verdict(NOT_REPRODUCED, said, tolerance)
     if slowdown.high <= meets:
@@ -302,7 +335,8 @@ def _timing_verdict(compared: _Compared, tolerance: float) -> Verdict:
     if slowdown.low > meets:
         said = (
             f"every case passed; {compared.describe} is {compared.ratio_text}: slower than claimed beyond "
-            f"±{tolerance:.0%}, but within the {RUN_TO_RUN:g}× spread between whole evaluations of one kernel"
+            f"±{tolerance:.0%}, but within the {run_to_run:g}× spread between whole evaluations of one kernel on "
+            f"{measured.host_said}"
         )
         return Verdict(INCONCLUSIVE, said, tolerance, retry=True)
     said = (
@@ -316,6 +350,10 @@ def _timing_verdict(compared: _Compared, tolerance: float) -> Verdict:
 def _estimate(value: Any, median_key: str, interval_key: str) -> Estimate | None:
     median = _positive(value.get(median_key)) if isinstance(value, Mapping) else None
     return Estimate.of(median, value.get(interval_key)) if median else None
+
+
+def _share(value: Any) -> float | None:
+    return float(value) if _number(value) and 0 <= value <= 1 else None
 
 
 def _positive(value: Any) -> float | None:
@@ -420,7 +458,8 @@ def rerun_manifest(
             "source": NATIVE_SOURCE,
             "externalId": rerun_external_id(of),
             "metrics": {"harnessStatus": str(result.get("status"))}
-            | ({"clockCheck": str(clock)} if (clock := (result.get("limits") or {}).get("clock_check")) else {}),
+            | ({"clockCheck": str(clock)} if (clock := (result.get("limits") or {}).get("clock_check")) else {})
+            | ({"hostBusy": busy} if (busy := _share(result.get("host_busy"))) is not None else {}),
         },
         "cases": [_case(case) for case in result.get("cases") or []],
     }

@@ -40,9 +40,14 @@ def harness_result(
     }
 
 
-def speedup_result(speedups: list[tuple[float, float, float]], pairs: int = 40) -> dict[str, Any]:
-    """A passing result whose cases carry the reference timed in pairs: (median, low, high) speedups."""
+def speedup_result(
+    speedups: list[tuple[float, float, float]], pairs: int = 40, host_busy: float | None = None
+) -> dict[str, Any]:
+    """A passing result whose cases carry the reference timed in pairs: (median, low, high) speedups; with
+    `host_busy`, the share of the host's CPU time the judge saw other work use."""
     passed = harness_result()
+    if host_busy is not None:
+        passed["host_busy"] = host_busy
     case = passed["cases"][0]
     passed["cases"] = [
         {**case, "uuid": f"c{i}", "speedup": {"median": m, "ci95": [lo, hi]}, "pairs": pairs}

@@ -47,6 +47,7 @@ from build import DEMO, SOLUTIONS, Solution  # noqa: E402
 from records.rerun import (  # noqa: E402
     INCONCLUSIVE,
     NOT_REPRODUCED,
+    QUIET_HOST_BUSY,
     REPRODUCED,
     Claim,
     measured_from_result,
@@ -182,6 +183,11 @@ def report(tallies: dict[str, Tally], evaluations: Sequence[Evaluation], loads: 
         lines += ["per kernel: " + ", ".join(f"{k} {v:.3f}×" for k, v in spreads.items())]
     seconds = [e.seconds for e in evaluations]
     lines += [f"evaluations: {len(seconds)}, median {statistics.median(seconds):.1f} s, max {max(seconds):.1f} s"]
+    busy = sorted(e.result["host_busy"] for e in evaluations if e.result.get("host_busy") is not None)
+    if busy:
+        shares = f"median {statistics.median(busy):.1%}, {busy[0]:.1%} to {busy[-1]:.1%}"
+        quiet = sum(share <= QUIET_HOST_BUSY for share in busy)
+        lines += [f"host_busy (other work's share of the CPUs): {shares}; {quiet} of {len(busy)} quiet"]
     return "\n".join(lines)
 
 

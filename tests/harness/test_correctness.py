@@ -96,6 +96,20 @@ def test_a_required_match_ratio_lets_some_elements_miss(tmp_path: Path) -> None:
     assert run_harness(problem, many_wrong).status == "INCORRECT_NUMERICAL"
 
 
+def test_a_workloads_error_cap_fails_one_wild_element_the_ratio_allows(tmp_path: Path) -> None:
+    # SOL-ExecBench's max_error_cap, read from the workload line: one element off by 100 is within a 99 %
+    # ratio, and beyond a cap of 1.
+    ratio = {"max_atol": 1e-5, "max_rtol": 1e-5, "required_matched_ratio": 0.99}
+    capped = write_problem(tmp_path / "capped", cases=[{**ADD_CASES[1], "tolerance": {**ratio, "max_error_cap": 1}}])
+    uncapped = write_problem(tmp_path / "uncapped", cases=[{**ADD_CASES[1], "tolerance": ratio}])
+    wild = write_solution(tmp_path / "wild", "def run(x, y, out):\n    out.copy_(x + y)\n    out[0, 0] += 100.0\n")
+
+    result = run_harness(capped, wild)
+    assert result.status == "INCORRECT_NUMERICAL"
+    assert "above the case's cap of 1 (max_error_cap)" in (result.cases[0].reason or "")
+    assert run_harness(uncapped, wild).status == "PASSED"
+
+
 def test_nan_fails_even_where_the_ratio_would_allow_it(tmp_path: Path) -> None:
     cases = [{**ADD_CASES[1], "tolerance": {"max_atol": 1e-5, "max_rtol": 1e-5, "required_match_ratio": 0.5}}]
     problem = write_problem(tmp_path / "problem", cases=cases)

@@ -27,7 +27,13 @@ from harness.checking import compare, reference_problem
 from harness.protocols import PROTOCOL_NAMES, PROTOCOLS, protocol_named
 
 PASS, WRONG, BAD_REFERENCE = "PASSED", "INCORRECT_NUMERICAL", "INVALID_REFERENCE"
-NO_TOLERANCE: dict[str, Any] = {"atol": None, "rtol": None, "match_ratio": None, "allow_negative_inf": False}
+NO_TOLERANCE: dict[str, Any] = {
+    "atol": None,
+    "rtol": None,
+    "match_ratio": None,
+    "allow_negative_inf": False,
+    "error_cap": None,
+}
 
 
 def judge(
@@ -119,6 +125,35 @@ def test_matching_negative_infinity_counts_only_where_the_case_allows_it(protoco
 
     # FlashInfer-Bench reads no case tolerance, and fails any Inf in a solution.
     assert judge(protocol, reference.clone(), reference, allowed) == expected
+
+
+@pytest.mark.parametrize("protocol", ["kernelindex", "sol-execbench"])
+def test_one_wild_element_beyond_the_cases_error_cap(protocol: str) -> None:
+    # SOL-ExecBench's max_error_cap: 99 % of elements match, as the case allows, but one is off by 99 (its
+    # tests/.../test_correctness.py test_max_error_cap_fails). Without the cap the same output passes; an
+    # error exactly at the cap passes (strictly greater fails). FlashInfer-Bench reads no case tolerance.
+    reference = torch.ones(100)
+    output = reference.clone()
+    output[0] = 100.0
+    loose = {**NO_TOLERANCE, "atol": 1e-5, "rtol": 1e-5, "match_ratio": 0.95}
+    capped = {**loose, "error_cap": 1.0}
+
+    assert judge(protocol, output, reference, capped) == WRONG
+    assert judge(protocol, output, reference, loose) == PASS
+    at_cap = reference.clone()
+    at_cap[0] = 2.0
+    assert judge(protocol, at_cap, reference, capped) == PASS
+
+
+def test_the_cap_is_named_in_the_failure() -> None:
+    reference = torch.ones(100)
+    output = reference.clone()
+    output[0] = 100.0
+    capped = {**NO_TOLERANCE, "match_ratio": 0.95, "error_cap": 1.0}
+    specs = {"out": {"shape": [100], "dtype": "float32"}}
+    verdict = compare([output], [reference], specs, capped, rule=protocol_named("sol-execbench").correctness)
+    assert verdict.status == WRONG
+    assert "largest absolute error 99, above the case's cap of 1 (max_error_cap)" in (verdict.reason or "")
 
 
 def test_flashinfer_bench_lets_low_bit_moe_definitions_miss_five_percent() -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.harness.conftest import Problem, run_harness, write_problem, write_solution
@@ -81,3 +84,27 @@ def test_with_a_precision_pairs_are_added_until_the_interval_is_that_narrow(tmp_
         low, high = case.speedup.ci95
         assert case.speedup.median - low <= 0.25 * case.speedup.median
         assert high - case.speedup.median <= 0.25 * case.speedup.median
+
+
+def test_the_judge_measures_how_much_of_the_host_other_work_used(add_problem: Problem, tmp_path: Path) -> None:
+    # The evidence rule allows a narrower spread between evaluations on a quiet host (records.rerun), so the
+    # judge says how quiet it was. The kernel's own work is not other work: a kernel spinning 10 ms a call
+    # leaves the figure where the host's background is, and busy loops on every CPU raise it.
+    spins = write_solution(tmp_path / "spins", SPINS.format(ns=10 * MS))
+    alone = run_harness(add_problem, spins, iterations=20)
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        beside_loops = run_harness(add_problem, spins, iterations=20)
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+
+    for result in (alone, beside_loops):
+        assert result.status == "PASSED", result.reason
+        shares = [case.host_busy for case in result.cases]
+        assert all(share is not None and 0 <= share <= 1 for share in shares), shares
+        assert result.host_busy == max(share for share in shares if share is not None)
+    assert alone.host_busy is not None and beside_loops.host_busy is not None
+    assert beside_loops.host_busy >= 0.3
+    assert beside_loops.host_busy - alone.host_busy >= 0.2, (alone.host_busy, beside_loops.host_busy)

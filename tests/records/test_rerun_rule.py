@@ -80,6 +80,33 @@ def test_an_inflated_claim_is_never_reproduced_and_is_not_reproduced_at_twice_wh
     assert "even at the fast end of its 95 % interval" in doubled.reason
 
 
+def test_on_a_host_the_judge_measured_quiet_a_claim_inflated_half_again_is_not_reproduced() -> None:
+    # The same rerun as above, where the judge saw other work use 3 % of the host's CPU time: evaluations on a
+    # quiet host agree within RUN_TO_RUN_QUIET, so 1.5 times what the pairs measure is convicted.
+    quiet = speedup_result([(0.8, 0.76, 0.84)] * 3, host_busy=0.03)
+    decided = decide(Claim(None, 1.5 * 0.8, "geomean"), quiet)
+    assert decided.level == NOT_REPRODUCED
+    assert "a quiet host (other work used 3% of its CPU time)" in decided.reason
+    # Honest claims a quiet host measures 1.2 times slower (the spread between quiet evaluations, and more)
+    # are never convicted; beside other work, or where the judge could not tell, 1.5 times stays undecided.
+    assert decide(Claim(None, 1.2 * 0.8, "geomean"), quiet).level == INCONCLUSIVE
+    for busy in (0.5, 0.11, None):
+        measured = speedup_result([(0.8, 0.76, 0.84)] * 3, host_busy=busy)
+        decided = decide(Claim(None, 1.5 * 0.8, "geomean"), measured)
+        assert decided.level == INCONCLUSIVE, busy
+    assert (
+        "a busy host (other work used 50% of its CPU time)"
+        in decide(Claim(None, 1.5 * 0.8), speedup_result([(0.8, 0.76, 0.84)], host_busy=0.5)).reason
+    )
+
+
+def test_a_host_share_out_of_range_counts_as_unmeasured() -> None:
+    # Whatever a result says outside 0..1 is not a measure: the host counts as busy (the lenient spread).
+    for said in (-0.1, 1.5, float("nan"), "0.01", True):
+        measured = measured_from_result(speedup_result([(0.8, 0.76, 0.84)], host_busy=said))  # type: ignore[arg-type]
+        assert measured.host_busy is None
+
+
 def test_flashinfer_cases_reference_latencies_are_a_claimed_speedup() -> None:
     spec = {
         "cases": [
@@ -164,6 +191,8 @@ def test_a_stored_result_run_is_judged_as_the_result_it_was_made_from() -> None:
     of = RerunOf("abcdef123456", "sha256:" + "b" * 64, "rmsnorm", 7)
     for outcome in (
         speedup_result([(1.5, 1.45, 1.55), (0.9, 0.85, 0.95)]),
+        # Measured on a quiet host: the claims of 1.2 and 1.3 are convicted only as long as that is stored.
+        speedup_result([(0.8, 0.76, 0.84)] * 2, host_busy=0.02),
         result(median=1150, interval=(1100, 1200)),
         result("INCORRECT_NUMERICAL"),
     ):
