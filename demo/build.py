@@ -9,20 +9,22 @@ carries the Workload and Implementation documents that importing the
 definition folder and the solution.json produce (the same code reads them),
 so importing demo/ in any order stores each document once.
 
-The figures are what the KernelIndex harness (0.1.0, protocol kernelindex-1:
-a judge process apart from the kernel's, fresh inputs every call, the
-reference timed interleaved with the solution) measured for each solution on
-the two-core AMD EPYC this demo was made on, single-threaded
-(`OMP_NUM_THREADS=1 python -m harness run ... --device cpu`: sandboxed, 10
-warm-up and 50 timed calls per case), on 2026-12-01 between 16:37 and 16:39
-UTC on a quiet machine (1-minute load average 0.2 to 1.2). Each case carries the solution's
-median and the reference's median from the same evaluation, so a rerun
-compares speedups over the reference rather than latencies measured another
-day; of three evaluations each, the one with the middle suite speedup. Three
-evaluations of one solution differed by up to 1.48 times in suite speedup
-(gemm-row-loop 0.127 to 0.188, rmsnorm-vectorised 0.80 to 0.93). The harness
-times no solution that fails correctness, so softmax-exp2's latencies come from an evaluation with its own kernel as the
-reference (`--reference`), and its reference latencies from softmax-fused's.
+The figures are what the KernelIndex harness (0.2.0, protocol kernelindex-1:
+a judge process apart from the kernel's, fresh inputs every call, kernel and
+reference timed by the judge in interleaved pairs) measured for each solution
+on the two-core AMD EPYC this demo was made on, single-threaded, with the
+options a rerun uses (demo/measure.py), on 2026-12-03 between 22:01 and 22:07
+UTC on a quiet machine (no other work; the 1-minute load average, the
+evaluations' own processes included, 0.6 to 2.0). Each case carries the
+solution's median and the reference's median from the same evaluation, so a
+rerun compares speedups over the reference rather than latencies measured
+another day; of three evaluations each, the one with the middle suite
+speedup. Three evaluations of one solution differed by up to 1.16 times in
+suite speedup (rmsnorm-vectorised 1.351 to 1.571; the others within 1.10).
+The harness times no solution that fails correctness, so softmax-exp2's
+latencies are softmax-fused's at the ratio an evaluation with its own kernel
+as the reference (`--reference`) gave, and its reference latencies
+softmax-fused's.
 Two runs are reported wrongly on purpose, so that reruns have something to
 catch:
 - rmsnorm-row-loop reports latencies 20 times lower than it runs, beside the

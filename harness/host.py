@@ -17,7 +17,9 @@ subtracted. It can raise it only by work the kernel's own threads do for it
 (reclaim under memory pressure), which makes the rule more lenient, never
 stricter, so the most it gains is an undecided rerun instead of a conviction.
 /proc/stat counts in clock ticks: a share over a few seconds is within a few
-hundredths.
+hundredths. The share is of the CPUs the judge may run on (its affinity):
+where those are fewer than the host's, the other CPUs' work counts against
+them, which errs towards a busy host, the lenient side.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def mark(served_ns: float | None) -> Mark | None:
     if host is None:
         return None
     busy_ns, cpus = host
-    return Mark(busy_ns, cpus, time.process_time_ns(), served_ns, time.perf_counter_ns())
+    return Mark(busy_ns, min(cpus, _usable_cpus() or cpus), time.process_time_ns(), served_ns, time.perf_counter_ns())
 
 
 def other_share(start: Mark | None, end: Mark | None) -> float | None:
@@ -66,6 +68,13 @@ def other_share(start: Mark | None, end: Mark | None) -> float | None:
     ours = (end.judge_ns - start.judge_ns) + (end.served_ns - start.served_ns)
     other = (end.busy_ns - start.busy_ns) - ours
     return min(max(other / ((end.wall_ns - start.wall_ns) * end.cpus), 0.0), 1.0)
+
+
+def _usable_cpus() -> int | None:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
 
 
 def _host_busy_ns() -> tuple[float, int] | None:

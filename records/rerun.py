@@ -73,9 +73,14 @@ RULE_VERSION = 6
 # small operations more than the reference's single call. 1.5 leaves room above that.
 RUN_TO_RUN = 1.5
 # The spread on a host that other work left quiet while the rerun's pairs ran (the judge measures it: harness
-# host_busy, at most QUIET_HOST_BUSY of the host's CPU time); bench/verdicts measured evaluations of one demo
-# kernel on a quiet host within 1.13 times of each other. Where the judge could not tell, the host counts as
-# busy.
+# host_busy, at most QUIET_HOST_BUSY of the host's CPU time; a quiet host reads 0 to 3 %, two busy loops on two
+# cores about 50 %). Evaluations of one demo kernel on a quiet host came within 1.16 times of each other
+# (demo/README.md, bench/verdicts), so at the default tolerance a claim is convicted on a quiet host only when
+# even the fast end of the interval is 1.32 times slower than claimed: a claim half again what the kernel runs
+# is, an honest one measured on a quiet host is not. A claim measured on a busy host can overstate what a quiet
+# host measures by more (softmax-fused: 0.85 at load 3 to 5, 0.63 quiet, 1.35 times), still short of 1.32 at
+# the interval's fast end. Where the judge could not tell, the host counts as busy; so does every host of a rerun
+# timed by the wall clock (CUDA), whose spread between evaluations no bench has measured yet.
 RUN_TO_RUN_QUIET = 1.2
 QUIET_HOST_BUSY = 0.1
 
@@ -89,7 +94,8 @@ EVIDENCE_RULE = (
     "case's own inputs or fresh ones, which it cannot tell apart), when it tampered with its evaluation or failed "
     "in it, or when even the fast end of the rerun's 95 % interval is slower than claimed beyond the tolerance "
     "and beyond the spread between whole evaluations of one kernel ({run_to_run_quiet} where the judge measured "
-    "the host quiet while it timed, other work using at most {quiet} of its CPU time; {run_to_run} otherwise). "
+    "the host quiet while it timed the CPU time of each request, other work using at most {quiet} of its CPU time; "
+    "{run_to_run} otherwise). "
     "Inconclusive when the time "
     "budget ran out before the interval decided, or when the evaluation itself failed with the reference as the "
     "solution too: that moves nothing and is retried. Reruns on other hardware are shown and move nothing; "
@@ -179,14 +185,17 @@ class Measured:
     @property
     def run_to_run(self) -> float:
         """The spread between whole evaluations of one kernel that this rerun's host allows for."""
-        quiet = self.host_busy is not None and self.host_busy <= QUIET_HOST_BUSY
-        return RUN_TO_RUN_QUIET if quiet else RUN_TO_RUN
+        return RUN_TO_RUN_QUIET if self.clock_check == CPU_TIME_CLOCK and self._quiet else RUN_TO_RUN
+
+    @property
+    def _quiet(self) -> bool:
+        return self.host_busy is not None and self.host_busy <= QUIET_HOST_BUSY
 
     @property
     def host_said(self) -> str:
         if self.host_busy is None:
             return "a host whose load the judge could not measure"
-        quiet = "quiet" if self.host_busy <= QUIET_HOST_BUSY else "busy"
+        quiet = "quiet" if self._quiet else "busy"
         return f"a {quiet} host (other work used {self.host_busy:.0%} of its CPU time)"
 
     def speedup(self, statistic: str) -> Estimate | None:
@@ -253,8 +262,10 @@ def measured_from_run(run_spec: Mapping[str, Any]) -> Measured:
     )
 
 
-# harness/results.py Limits.clock_check when the evaluation had no cgroup to measure the kernel's CPU time by.
+# harness/results.py Limits.clock_check (harness.sandbox's names): the evaluation had no cgroup to measure the
+# kernel's CPU time by; the judge measured each request by the served group's CPU time.
 UNCHECKED_CLOCK = "none"
+CPU_TIME_CLOCK = "cpu time (cgroup, frozen between requests)"
 
 
 def verdict(claim: Claim, measured: Measured, tolerance: float, *, own_hardware: bool = True) -> Verdict:

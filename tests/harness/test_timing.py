@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from harness.host import Mark, mark, other_share
 from tests.harness.conftest import Problem, run_harness, write_problem, write_solution
 
 MS = 1_000_000
@@ -108,3 +111,16 @@ def test_the_judge_measures_how_much_of_the_host_other_work_used(add_problem: Pr
     assert alone.host_busy is not None and beside_loops.host_busy is not None
     assert beside_loops.host_busy >= 0.3
     assert beside_loops.host_busy - alone.host_busy >= 0.2, (alone.host_busy, beside_loops.host_busy)
+
+
+def test_the_hosts_share_counts_only_work_that_is_not_the_evaluations() -> None:
+    # Two CPUs over 10 ms: 20 ms of CPU time. 12 ms of it busy, of which the judge used 2 ms and the served
+    # groups 4 ms: other work used 6 ms, 30 %. The evaluation's own work alone reads 0, never below.
+    start = Mark(busy_ns=0.0, cpus=2, judge_ns=0, served_ns=0.0, wall_ns=0)
+    end = Mark(busy_ns=12 * MS, cpus=2, judge_ns=2 * MS, served_ns=4 * MS, wall_ns=10 * MS)
+    assert other_share(start, end) == pytest.approx(0.3)
+    ours = Mark(busy_ns=5 * MS, cpus=2, judge_ns=2 * MS, served_ns=4 * MS, wall_ns=10 * MS)
+    assert other_share(start, ours) == 0.0
+    # Where the host shows no counters, or no served group's CPU time, the share is unknown, never 0.
+    assert mark(None) is None
+    assert other_share(None, end) is None and other_share(start, None) is None

@@ -8,10 +8,12 @@ import pytest
 
 from records.manifest import manifest_item
 from records.rerun import (
+    CPU_TIME_CLOCK,
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
     RULE_VERSION,
+    UNCHECKED_CLOCK,
     Claim,
     RerunOf,
     Verdict,
@@ -98,6 +100,19 @@ def test_on_a_host_the_judge_measured_quiet_a_claim_inflated_half_again_is_not_r
         "a busy host (other work used 50% of its CPU time)"
         in decide(Claim(None, 1.5 * 0.8), speedup_result([(0.8, 0.76, 0.84)], host_busy=0.5)).reason
     )
+
+
+def test_a_gpu_rerun_allows_the_busy_spread_however_quiet_its_host() -> None:
+    # Timed by the wall clock around GPU work: no bench has measured the spread between such evaluations yet.
+    measured = speedup_result([(0.8, 0.76, 0.84)] * 3, host_busy=0.01)
+    measured["limits"] = {"clock_check": "wall clock (cgroup frozen between requests)"}
+    assert decide(Claim(None, 1.5 * 0.8, "geomean"), measured).level == INCONCLUSIVE
+
+
+def test_the_rule_reads_the_clock_names_the_harness_writes() -> None:
+    from harness.sandbox import CPU_TIME_CHECK, NO_CHECK
+
+    assert (CPU_TIME_CLOCK, UNCHECKED_CLOCK) == (CPU_TIME_CHECK, NO_CHECK)
 
 
 def test_a_host_share_out_of_range_counts_as_unmeasured() -> None:
