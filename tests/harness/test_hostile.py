@@ -80,7 +80,11 @@ ATTACKS = {
     "scaling reported times to the slack": Attack("scale_to_slack.py", may_pass_without_gain=True),
     "spinning while the reference is timed": Attack("spin_while_reference.py", may_pass_without_gain=True),
     "wrong only on the case's own seed": Attack("wrong_on_case_seed.py", public_cases=True),
+    "making the host look busy": Attack("look_busy.py", may_pass_without_gain=True),
 }
+# How much busier than beside the honest kernel the judge may find the host beside a hostile one: the two
+# evaluations run one after the other, and the host's other work moves a little between them.
+HOST_BUSY_NOISE = 0.1
 
 
 @pytest.fixture(autouse=True)
@@ -161,6 +165,10 @@ def test_a_hostile_solution_fails_and_the_next_evaluation_is_honest(name: str, w
         gained = NOISE * result.speedup.median > honest.speedup.median
         honest_speedup = honest.speedup.median
         assert not gained, f"{name} passed faster than the honest kernel ({honest_speedup:.3f}x): {summary(result)}"
+        # Nor does it make the host look busier than it is (the rule would allow a busy host's wider spread).
+        assert result.host_busy is not None and honest.host_busy is not None
+        looked = result.host_busy - honest.host_busy
+        assert looked <= HOST_BUSY_NOISE, f"{name} made the host look {looked:.0%} busier: {summary(result)}"
         return
     # INVALID_REFERENCE would blame the reference for what the kernel did.
     assert result.status not in ("PASSED", "INVALID_REFERENCE"), f"{name}: {summary(result)}"
