@@ -38,7 +38,7 @@ def test_a_run_prints_one_json_result(add_problem: Problem, tmp_path: Path) -> N
     assert set(result) >= {"status", "reason", "cases", "latency", "reference_latency", "environment", "harness"}
     assert set(result["cases"][0]) == {
         "uuid", "status", "reason", "max_abs_error", "max_rel_error", "latency", "reference_latency",
-        "speedup", "pairs", "calls_per_request",
+        "speedup", "pairs", "calls_per_request", "host_busy",
     }  # fmt: skip
     assert set(result["cases"][0]["latency"]) == {
         "median_ns",
