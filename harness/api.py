@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,10 @@ DEFAULT_CASE_BUDGET = 20.0
 MAX_ITERATIONS = 10_000
 # Statuses that blame the evaluation, not the kernel, until a control evaluation says otherwise.
 EVALUATION_FAULTS = frozenset({"HARNESS_ERROR", "INVALID_REFERENCE"})
+# A timeout is the kernel's only where the reference as the solution finished within this share of the limit:
+# a control that needed most of it says the host is too slow for the definition, and a kernel as fast as the
+# reference would time out or not by the host's load alone.
+CONTROL_SHARE = 0.5
 UNSANDBOXED_VARIABLE = "KERNELINDEX_HARNESS_UNSANDBOXED"
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 
@@ -81,9 +86,9 @@ def evaluate(
     )
     result = _evaluate(inputs, limits, sandbox, protocol, setup, data_root)
     if result.status in EVALUATION_FAULTS or result.status == "TIMEOUT":
-        result = _attributed(
-            result, _evaluate(_reference_as_solution(inputs, protocol), limits, sandbox, protocol, setup, data_root)
-        )
+        started = time.monotonic()
+        control = _evaluate(_reference_as_solution(inputs, protocol), limits, sandbox, protocol, setup, data_root)
+        result = _attributed(result, control, (time.monotonic() - started) / timeout)
     return result
 
 
@@ -126,16 +131,19 @@ def _reference_as_solution(inputs: Inputs, protocol: str) -> Inputs:
     return replace(inputs, solution=solution)
 
 
-def _attributed(result: EvaluationResult, control: EvaluationResult) -> EvaluationResult:
+def _attributed(result: EvaluationResult, control: EvaluationResult, control_share: float) -> EvaluationResult:
     """An evaluation fault is the kernel's when it does not recur with the reference as the solution. So is a
-    timeout; one that recurs is the host's (too slow for the definition within the limit), never the kernel's."""
+    timeout, where the control finished well within the limit (`CONTROL_SHARE`); one that recurs or nearly does
+    is the host's (too slow for the definition within the limit), never the kernel's."""
     if result.status == "TIMEOUT":
-        if control.status != "TIMEOUT":
+        if control.status != "TIMEOUT" and control_share <= CONTROL_SHARE:
             return result
-        reason = (
-            f"{result.reason}, and so did the reference as the solution: this host cannot judge this definition "
-            "within the limit"
+        control_said = (
+            "and so did the reference as the solution"
+            if control.status == "TIMEOUT"
+            else f"and the reference as the solution took {control_share:.0%} of it"
         )
+        reason = f"{result.reason}, {control_said}: this host cannot judge this definition within the limit"
         return result.model_copy(update={"status": "HARNESS_ERROR", "reason": reason})
     if control.status == "PASSED":
         reason = (

@@ -66,6 +66,8 @@ class Block:
     # The served group's CPU time over the request (read frozen, before and after), where it has a group.
     cpu_ns: int | None
     wall_ns: int
+    # From the thaw to the end of the freeze: as long as the group could run, longer than the request.
+    thawed_ns: int
 
     @property
     def reported_ns(self) -> float:
@@ -178,11 +180,13 @@ class ServedLink:
             prepared.append((inputs, originals, places))
         # Read frozen, so the counter is settled: the group runs only between the thaw and the freeze.
         cpu_before = self.cpu_ns()
+        thawed_before = time.perf_counter_ns()
         self.thaw()
         wall_before = time.perf_counter_ns()
         reply = self._request({"op": "calls", "calls": requests, "empty": empty})
         wall = time.perf_counter_ns() - wall_before
         self.freeze()
+        thawed = time.perf_counter_ns() - thawed_before
         cpu_after = self.cpu_ns()
         results = reply.get("results")
         if not isinstance(results, list) or not 0 < len(results) <= len(requests):
@@ -191,7 +195,7 @@ class ServedLink:
         if len(calls) < len(requests):
             raise KernelFault("REWARD_HACK", "the kernel's process answered fewer calls than it was given")
         cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
-        return Block(calls=calls, cpu_ns=cpu, wall_ns=wall)
+        return Block(calls=calls, cpu_ns=cpu, wall_ns=wall, thawed_ns=thawed)
 
     def _place(
         self, case: Mapping[str, Any], inputs: Mapping[str, Any], slot: int

@@ -150,6 +150,14 @@ def summary(result: EvaluationResult) -> str:
     return f"{said}; log: {result.log_tail[-600:]}"
 
 
+def looked_busier(result: EvaluationResult, honest: EvaluationResult) -> float:
+    """How much busier the host looked to the judge beside the kernel than beside the honest one (1 where either
+    evaluation did not measure it)."""
+    if result.host_busy is None or honest.host_busy is None:
+        return 1.0
+    return result.host_busy - honest.host_busy
+
+
 @pytest.mark.parametrize("name", list(ATTACKS))
 def test_a_hostile_solution_fails_and_the_next_evaluation_is_honest(name: str, workload: Path, tmp_path: Path) -> None:
     attack = ATTACKS[name]
@@ -165,9 +173,16 @@ def test_a_hostile_solution_fails_and_the_next_evaluation_is_honest(name: str, w
         gained = NOISE * result.speedup.median > honest.speedup.median
         honest_speedup = honest.speedup.median
         assert not gained, f"{name} passed faster than the honest kernel ({honest_speedup:.3f}x): {summary(result)}"
-        # Nor does it make the host look busier than it is (the rule would allow a busy host's wider spread).
-        assert result.host_busy is not None and honest.host_busy is not None
-        looked = result.host_busy - honest.host_busy
+        # Nor does it make the host look busier than it is (the rule would allow a busy host's wider spread). A
+        # kernel that does so does it each time it runs, the host's neighbours only now and then: up to two more
+        # pairs of evaluations, and the least it looked busier is held.
+        looked = looked_busier(result, honest)
+        for _ in range(2):
+            if looked <= HOST_BUSY_NOISE:
+                break
+            again, _ = timed_evaluation(solution, workload, attack.timeout)
+            honest, _ = timed_evaluation(HONEST, workload, 60)
+            looked = min(looked, looked_busier(again, honest))
         assert looked <= HOST_BUSY_NOISE, f"{name} made the host look {looked:.0%} busier: {summary(result)}"
         return
     # INVALID_REFERENCE would blame the reference for what the kernel did.
