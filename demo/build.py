@@ -13,14 +13,16 @@ The figures are what the KernelIndex harness (0.2.0, protocol kernelindex-1:
 a judge process apart from the kernel's, fresh inputs every call, kernel and
 reference timed by the judge in interleaved pairs) measured for each solution
 on the two-core AMD EPYC this demo was made on, single-threaded, with the
-options a rerun uses (demo/measure.py), on 2026-12-03 between 22:01 and 22:07
+options a rerun uses (demo/measure.py), on 2026-12-04 between 10:22 and 10:32
 UTC on a quiet machine (no other work; the 1-minute load average, the
-evaluations' own processes included, 0.6 to 2.0). Each case carries the
-solution's median and the reference's median from the same evaluation, so a
-rerun compares speedups over the reference rather than latencies measured
-another day; of three evaluations each, the one with the middle suite
-speedup. Three evaluations of one solution differed by up to 1.16 times in
-suite speedup (rmsnorm-vectorised 1.351 to 1.571; the others within 1.10).
+evaluations' own processes included, 0.4 to 1.7). Each case carries the
+solution's median, the reference's median and the median of the pairs'
+ratios (`speedup`, the figure a rerun measures) from the same evaluation, so
+a rerun compares speedups over the reference rather than latencies measured
+another day; of five evaluations each, the one with the middle suite
+speedup. Five evaluations of one solution differed by up to 1.18 times in
+suite speedup (rmsnorm-vectorised 1.328 to 1.562; rmsnorm-row-loop 1.17,
+gemm-row-loop 1.16, the others within 1.11).
 The harness times no solution that fails correctness, so softmax-exp2's
 latencies are softmax-fused's at the ratio an evaluation with its own kernel
 as the reference (`--reference`) gave, and its reference latencies
@@ -28,7 +30,7 @@ softmax-fused's.
 Two runs are reported wrongly on purpose, so that reruns have something to
 catch:
 - rmsnorm-row-loop reports latencies 20 times lower than it runs, beside the
-  reference's as measured: a speedup 20 times the real one;
+  reference's as measured, and speedups 20 times the measured ones;
 - softmax-exp2 is reported as passed, though it is wrong beyond tolerance.
 """
 
@@ -70,6 +72,9 @@ class Solution:
     # ... and cases[].reference_latency.median_ns: the definition's reference, timed interleaved with the
     # solution in the same evaluation. A reported run carries both, so a rerun compares speedups.
     reference_ns: tuple[float, ...] | None = None
+    # ... and cases[].speedup.median: the median of the ratios of the pairs, the figure a rerun measures
+    # (records.rerun.reported_claim reads it beside the ratio of the two medians).
+    speedups: tuple[float, ...] | None = None
     reported: str = "as measured"  # or "too fast", or "passed though wrong"
 
     @property
@@ -84,8 +89,9 @@ SOLUTIONS = (
         "rmsnorm.py::rmsnorm",
         "Vectorised over the batch; writes into the preallocated output.",
         True,
-        (308_110, 418_458, 859_159),
-        (473_204, 635_344, 1_438_705),
+        (284_450, 364_252, 747_108),
+        (390_019, 509_007, 1_313_928),
+        speedups=(1.4002, 1.3648, 1.736),
     ),
     Solution(
         "rmsnorm_h2048",
@@ -93,8 +99,9 @@ SOLUTIONS = (
         "rmsnorm.py::rmsnorm",
         "A Python loop over the rows, returning a new tensor.",
         False,
-        (2_331_210, 4_398_554, 9_418_054),
-        (391_851, 769_264, 1_664_500),
+        (2_474_326, 4_768_848, 8_309_147),
+        (529_801, 842_489, 1_777_924),
+        speedups=(0.2273, 0.1926, 0.2092),
         reported="too fast",
     ),
     Solution(
@@ -111,8 +118,9 @@ SOLUTIONS = (
         "softmax.py::softmax",
         "Max-subtracted exponent written into the output, normalised in place.",
         True,
-        (161_682, 579_757, 561_897),
-        (102_503, 364_074, 352_017),
+        (166_069, 553_897, 597_737),
+        (113_358, 366_398, 422_997),
+        speedups=(0.672, 0.6582, 0.6929),
     ),
     Solution(
         "softmax_h8",
@@ -120,8 +128,9 @@ SOLUTIONS = (
         "softmax.py::softmax",
         "One row at a time, returning a new tensor.",
         False,
-        (1_326_006, 2_721_170, 5_352_939),
-        (125_462, 324_305, 412_837),
+        (1_348_175, 2_617_875, 4_268_615),
+        (142_793, 357_120, 402_771),
+        speedups=(0.1012, 0.1374, 0.1006),
     ),
     Solution(
         "softmax_h8",
@@ -129,8 +138,8 @@ SOLUTIONS = (
         "softmax.py::softmax",
         "exp2 without the log2(e) scaling: fast, and wrong.",
         True,
-        (115_279, 378_002, 359_052),
-        (102_503, 364_074, 352_017),
+        (118_407, 361_141, 381_954),
+        (113_358, 366_398, 422_997),
         reported="passed though wrong",
     ),
     Solution(
@@ -139,8 +148,9 @@ SOLUTIONS = (
         "mlp.py::swiglu_mlp",
         "Activation and gating in place; the down projection written into the output.",
         True,
-        (481_124, 924_023, 1_660_527),
-        (484_798, 996_145, 1_669_161),
+        (528_197, 1_083_686, 1_802_788),
+        (535_774, 1_200_267, 1_861_306),
+        speedups=(1.0363, 1.0514, 1.0468),
     ),
     Solution(
         "swiglu_mlp_h256_i512",
@@ -148,8 +158,9 @@ SOLUTIONS = (
         "mlp.py::swiglu_mlp",
         "Three matrix-vector products per token, returning a new tensor.",
         False,
-        (1_284_950, 4_794_319, 9_386_398),
-        (496_775, 1_084_448, 1_897_310),
+        (1_500_457, 5_208_132, 9_181_976),
+        (647_591, 1_258_875, 1_885_594),
+        speedups=(0.4436, 0.2452, 0.2122),
     ),
     Solution(
         "swiglu_mlp_h256_i512",
@@ -165,8 +176,9 @@ SOLUTIONS = (
         "gemm.py::gemm",
         "torch.mm into the preallocated output.",
         True,
-        (562_276, 1_003_505, 1_880_080),
-        (612_393, 1_083_212, 1_876_981),
+        (610_075, 1_022_137, 2_066_446),
+        (628_629, 1_050_101, 2_128_801),
+        speedups=(1.0544, 1.0325, 1.0337),
     ),
     Solution(
         "gemm_n256_k512",
@@ -174,8 +186,9 @@ SOLUTIONS = (
         "gemm.py::gemm",
         "One vector-matrix product per row of A, returning a new tensor.",
         False,
-        (3_417_618, 6_648_286, 12_871_720),
-        (624_435, 1_144_531, 2_252_883),
+        (3_215_351, 6_817_263, 12_895_118),
+        (629_539, 1_142_245, 2_107_856),
+        speedups=(0.202, 0.1676, 0.1744),
     ),
     Solution(
         "gemm_n256_k512",
@@ -218,9 +231,10 @@ def protocol() -> Sealed:
                 "warmup": 10,
                 "iterations": 50,
                 "suiteStatistic": "geometric mean over the cases of the per-case median",
-                "reference": "the definition's reference timed interleaved with the solution, in blocks, "
-                "on fresh inputs every call (KernelIndex harness 0.1.0, protocol kernelindex-1); "
-                "each case reports its median beside the solution's",
+                "reference": "the definition's reference timed interleaved with the solution, in pairs, "
+                "on fresh inputs every call (KernelIndex harness 0.2.0, protocol kernelindex-1); "
+                "each case reports its median beside the solution's, and the median of the pairs' ratios "
+                "(speedup)",
             },
             "correctness": {
                 "reference": "definition reference implementation",
@@ -274,6 +288,8 @@ def run_document(solution: Solution, cases: list[dict[str, Any]]) -> dict[str, A
             }
             for case, ns, reference_ns in zip(cases, reported, solution.reference_ns, strict=True)
         ]
+        for case, speedup in zip(spec["cases"], reported_speedups(solution), strict=False):
+            case["speedup"] = speedup
     else:
         spec["status"] = "failed"
         spec["cases"] = [
@@ -283,6 +299,13 @@ def run_document(solution: Solution, cases: list[dict[str, Any]]) -> dict[str, A
     spec["sourceNative"] = {"source": "kernelindex", "externalId": external_id, "benchmark": solution.definition}
     name = external_id.replace("/", "-").replace("_", "-")
     return make_document("BenchmarkRun", name, spec, title=f"{solution.name} · {solution.definition} · CPU")
+
+
+def reported_speedups(solution: Solution) -> tuple[float, ...]:
+    if solution.speedups is None:
+        return ()
+    factor = TOO_FAST_FACTOR if solution.reported == "too fast" else 1
+    return tuple(round(speedup * factor, 4) for speedup in solution.speedups)
 
 
 def geometric_mean(values: tuple[float, ...]) -> float:

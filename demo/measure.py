@@ -2,13 +2,14 @@
 
 Run by hand from the repository root, on a quiet machine, after changing a kernel or the harness:
 
-    .venv/bin/python demo/measure.py [--evaluations 3] [--solutions rmsnorm-vectorised ...]
+    .venv/bin/python demo/measure.py [--evaluations 5] [--solutions rmsnorm-vectorised ...]
 
 Each solution with figures in build.py's SOLUTIONS (the wrong ones excepted: their figures are made up as
 build.py says) is evaluated `--evaluations` times with the options a rerun uses (one thread, pairs until the
 speedup's interval is within half the default tolerance; records.rerun.rerun_harness_options); of those, the
-evaluation with the middle suite speedup gives each case's `latency.median_ns` and
-`reference_latency.median_ns`. It prints each solution's two tuples, the suite speedups of every evaluation
+evaluation with the middle suite speedup gives each case's `latency.median_ns`,
+`reference_latency.median_ns` and `speedup.median` (the median of its pairs' ratios, the figure a rerun
+measures). It prints each solution's three tuples, the suite speedups of every evaluation
 and the load average, and changes no file.
 """
 
@@ -57,17 +58,18 @@ def evaluation(solution: Solution) -> dict[str, Any]:
     return result
 
 
-def figures(result: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def figures(result: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[float, ...]]:
     cases = result["cases"]
     return (
         tuple(round(case["latency"]["median_ns"]) for case in cases),
         tuple(round(case["reference_latency"]["median_ns"]) for case in cases),
+        tuple(round(case["speedup"]["median"], 4) for case in cases),
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Measure the demo's honest solutions for build.py.")
-    parser.add_argument("--evaluations", type=int, default=3)
+    parser.add_argument("--evaluations", type=int, default=5)
     parser.add_argument("--solutions", nargs="*")
     arguments = parser.parse_args()
     print("load average at the start:", " ".join(f"{v:.2f}" for v in os.getloadavg()))
@@ -79,10 +81,10 @@ def main() -> None:
         results = sorted(
             (evaluation(solution) for _ in range(arguments.evaluations)), key=lambda r: r["speedup"]["median"]
         )
-        measured, reference = figures(results[len(results) // 2])
+        measured, reference, paired = figures(results[len(results) // 2])
         speedups = ", ".join(f"{r['speedup']['median']:.3f}" for r in results)
         print(f"{solution.name}: suite speedups {speedups}")
-        print(f"    {measured},\n    {reference},")
+        print(f"    {measured},\n    {reference},\n    speedups={paired},")
     print("load average at the end:", " ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 

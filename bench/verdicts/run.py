@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -34,7 +33,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPOSITORY))
 sys.path.insert(0, str(REPOSITORY / "demo"))
 
-from build import DEMO, SOLUTIONS, Solution  # noqa: E402
+from build import DEMO, SOLUTIONS, Solution, run_document  # noqa: E402
 
 from records.rerun import (  # noqa: E402
     INCONCLUSIVE,
@@ -51,6 +50,7 @@ from records.rerun import (  # noqa: E402
     REPRODUCED,
     Claim,
     measured_from_result,
+    reported_claim,
     verdict,
 )
 from records.worker_protocol import harness_arguments, rerun_harness_options  # noqa: E402
@@ -93,12 +93,14 @@ def honest_kernels(names: Sequence[str] | None) -> list[Solution]:
 
 
 def claimed_speedup(solution: Solution) -> float:
-    """What the submitter measured: the geometric mean over cases of reference over solution (the claim a
-    rerun checks, records.rerun.reported_claim), whatever the run reports (rmsnorm-row-loop reports 20x it)."""
+    """What the submitter measured, read as a rerun reads a run's claim (records.rerun.reported_claim), whatever
+    the run reports (rmsnorm-row-loop reports 20x it)."""
     assert solution.measured_ns
-    assert solution.reference_ns
-    ratios = [ref / ns for ns, ref in zip(solution.measured_ns, solution.reference_ns, strict=True)]
-    return math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    cases = [{"uuid": f"case-{index}", "axes": {}} for index in range(len(solution.measured_ns))]
+    spec = run_document(replace(solution, reported="as measured"), cases)["spec"]
+    speedup = reported_claim(spec, None).speedup
+    assert speedup is not None, f"{solution.name}: its figures claim no speedup"
+    return speedup
 
 
 def evaluate(solution: Solution, tolerance: float, case_budget: float, folder: Path) -> Evaluation:

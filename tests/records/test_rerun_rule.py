@@ -134,6 +134,30 @@ def test_flashinfer_cases_reference_latencies_are_a_claimed_speedup() -> None:
     assert decide(claim, speedup_result([(4.1, 4.0, 4.2), (1.0, 0.98, 1.02)])).level == REPRODUCED
 
 
+def test_cases_timed_in_pairs_claim_the_median_of_their_ratios() -> None:
+    # The harness's paired figure runs a few per cent off the ratio of the two medians; a rerun measures the
+    # paired one, so a run that reports it is claimed at it.
+    spec = {
+        "cases": [
+            {"status": "passed", "latencyNs": 100.0, "referenceLatencyNs": 400.0, "speedup": 4.4},
+            {"status": "passed", "latencyNs": 100.0, "referenceLatencyNs": 100.0, "speedup": 1.1},
+        ]
+    }
+    assert reported_claim(spec, latency_ns=100.0).speedup == pytest.approx(2.2)
+    # A case without it: the latencies alone, as before.
+    del spec["cases"][1]["speedup"]
+    assert reported_claim(spec, latency_ns=100.0).speedup == pytest.approx(2.0)
+
+
+def test_latencies_faster_than_the_paired_speedup_they_report_are_claimed_at_their_own_ratio() -> None:
+    # A modest paired speedup beside latencies twenty times too fast would reproduce while the latencies rank
+    # the run: the claim is the larger of the two.
+    spec = {"cases": [{"status": "passed", "latencyNs": 5.0, "referenceLatencyNs": 100.0, "speedup": 1.0}]}
+    claim = reported_claim(spec, latency_ns=5.0)
+    assert claim.speedup == pytest.approx(20.0)
+    assert decide(claim, speedup_result([(1.0, 0.97, 1.03)])).level == NOT_REPRODUCED
+
+
 def test_a_rerun_whose_budget_ran_out_undecided_is_inconclusive_and_retried() -> None:
     wide = decide(Claim(1000.0), result(median=1150, interval=(900, 1500)))
     assert (wide.level, wide.retry) == (INCONCLUSIVE, True)
