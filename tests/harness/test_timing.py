@@ -110,7 +110,10 @@ def test_the_judge_measures_how_much_of_the_host_other_work_used(add_problem: Pr
         assert result.host_busy == max(share for share in shares if share is not None)
     assert alone.host_busy is not None and beside_loops.host_busy is not None
     assert beside_loops.host_busy >= 0.3
-    assert beside_loops.host_busy - alone.host_busy >= 0.2, (alone.host_busy, beside_loops.host_busy)
+    # The loops take a good part of what other work left free: outside load (another job on a shared host) may
+    # already hold much of it, and the judge counts that too.
+    headroom = 1 - alone.host_busy
+    assert beside_loops.host_busy - alone.host_busy >= 0.3 * headroom, (alone.host_busy, beside_loops.host_busy)
 
 
 def test_the_hosts_share_counts_only_work_that_is_not_the_evaluations() -> None:
