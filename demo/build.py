@@ -288,8 +288,9 @@ def run_document(solution: Solution, cases: list[dict[str, Any]]) -> dict[str, A
             }
             for case, ns, reference_ns in zip(cases, reported, solution.reference_ns, strict=True)
         ]
-        for case, speedup in zip(spec["cases"], reported_speedups(solution), strict=False):
-            case["speedup"] = speedup
+        if solution.speedups is not None:
+            for case, speedup in zip(spec["cases"], reported_speedups(solution.speedups, solution), strict=True):
+                case["speedup"] = speedup
     else:
         spec["status"] = "failed"
         spec["cases"] = [
@@ -301,11 +302,9 @@ def run_document(solution: Solution, cases: list[dict[str, Any]]) -> dict[str, A
     return make_document("BenchmarkRun", name, spec, title=f"{solution.name} · {solution.definition} · CPU")
 
 
-def reported_speedups(solution: Solution) -> tuple[float, ...]:
-    if solution.speedups is None:
-        return ()
+def reported_speedups(speedups: tuple[float, ...], solution: Solution) -> tuple[float, ...]:
     factor = TOO_FAST_FACTOR if solution.reported == "too fast" else 1
-    return tuple(round(speedup * factor, 4) for speedup in solution.speedups)
+    return tuple(round(speedup * factor, 4) for speedup in speedups)
 
 
 def geometric_mean(values: tuple[float, ...]) -> float:
