@@ -34,9 +34,13 @@ DEFAULT_CASE_BUDGET = 20.0
 MAX_ITERATIONS = 10_000
 # Statuses that blame the evaluation, not the kernel, until a control evaluation says otherwise.
 EVALUATION_FAULTS = frozenset({"HARNESS_ERROR", "INVALID_REFERENCE"})
-# A timeout is the kernel's only where the reference as the solution finished within this share of the limit:
-# a control that needed most of it says the host is too slow for the definition, and a kernel as fast as the
-# reference would time out or not by the host's load alone.
+# Limits a kernel breaches, which are its own only where the reference as the solution passed within them: a
+# definition whose reference needs more time or memory than this host gives is the host's problem, and a kernel as
+# good as the reference must not be convicted of it.
+LIMIT_STATUSES = frozenset({"TIMEOUT", "OUT_OF_MEMORY"})
+# A timeout is the kernel's only where the control finished within this share of the limit: a control that needed
+# most of it says the host is too slow for the definition, and a kernel as fast as the reference would time out or
+# not by the host's load alone.
 CONTROL_SHARE = 0.5
 UNSANDBOXED_VARIABLE = "KERNELINDEX_HARNESS_UNSANDBOXED"
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
@@ -85,7 +89,7 @@ def evaluate(
         case_budget=case_budget,
     )
     result = _evaluate(inputs, limits, sandbox, protocol, setup, data_root)
-    if result.status in EVALUATION_FAULTS or result.status == "TIMEOUT":
+    if result.status in EVALUATION_FAULTS | LIMIT_STATUSES:
         started = time.monotonic()
         control = _evaluate(_reference_as_solution(inputs, protocol), limits, sandbox, protocol, setup, data_root)
         result = _attributed(result, control, (time.monotonic() - started) / timeout)
@@ -132,19 +136,11 @@ def _reference_as_solution(inputs: Inputs, protocol: str) -> Inputs:
 
 
 def _attributed(result: EvaluationResult, control: EvaluationResult, control_share: float) -> EvaluationResult:
-    """An evaluation fault is the kernel's when it does not recur with the reference as the solution. So is a
-    timeout, where the control finished well within the limit (`CONTROL_SHARE`); one that recurs or nearly does
-    is the host's (too slow for the definition within the limit), never the kernel's."""
-    if result.status == "TIMEOUT":
-        if control.status != "TIMEOUT" and control_share <= CONTROL_SHARE:
-            return result
-        control_said = (
-            "and so did the reference as the solution"
-            if control.status == "TIMEOUT"
-            else f"and the reference as the solution took {control_share:.0%} of it"
-        )
-        reason = f"{result.reason}, {control_said}: this host cannot judge this definition within the limit"
-        return result.model_copy(update={"status": "HARNESS_ERROR", "reason": reason})
+    """An evaluation fault is the kernel's when it does not recur with the reference as the solution. A breached
+    limit is the kernel's only where the control passed within it (a timeout: well within, `CONTROL_SHARE`);
+    otherwise it is the host's (it cannot judge the definition within its limits), never the kernel's."""
+    if result.status in LIMIT_STATUSES:
+        return _limit_attributed(result, control, control_share)
     if control.status == "PASSED":
         reason = (
             f"the evaluation failed ({result.status}) only with this solution; with the reference as the solution "
@@ -153,6 +149,19 @@ def _attributed(result: EvaluationResult, control: EvaluationResult, control_sha
         return result.model_copy(update={"status": "RUNTIME_ERROR", "reason": reason})
     reason = f"{result.reason} (it recurs with the reference as the solution: {control.status})"
     return result.model_copy(update={"reason": reason})
+
+
+def _limit_attributed(result: EvaluationResult, control: EvaluationResult, control_share: float) -> EvaluationResult:
+    if control.status == "PASSED" and (result.status != "TIMEOUT" or control_share <= CONTROL_SHARE):
+        return result
+    if control.status == result.status:
+        control_said = "and so did the reference as the solution"
+    elif control.status == "PASSED":
+        control_said = f"and the reference as the solution took {control_share:.0%} of it"
+    else:
+        control_said = f"and the reference as the solution ended {control.status} ({control.reason})"
+    reason = f"{result.reason}, {control_said}: this host cannot judge this definition within its limits"
+    return result.model_copy(update={"status": "HARNESS_ERROR", "reason": reason})
 
 
 def _timing_setup(protocol: str, warmup: int | None, iterations: int | None) -> tuple[int, int]:

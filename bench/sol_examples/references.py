@@ -95,6 +95,27 @@ def sol_definitions(repo: Path, revision: str, into: Path) -> list[Published]:
     return found
 
 
+def problem_definitions(repo: Path, revision: str, into: Path) -> list[Published]:
+    """Every problem of SOL-ExecBench's dataset layout (problems/<id>/definition.json beside its workload.jsonl).
+
+    The dataset (huggingface.co/datasets/nvidia/SOL-ExecBench, as ../shared/data
+    and its origin repository lay it out) carries each problem's reference, most
+    with a `get_inputs` of their own (`custom_inputs_entrypoint`); a copy whose
+    references were removed yields nothing here.
+    """
+    paths = [path for path in tracked(repo, revision, "/definition.json") if path.startswith("problems/")]
+    folder = extract(repo, revision, ["problems"], into)
+    found = []
+    for path in sorted(paths, key=lambda path: int(path.split("/")[1]) if path.split("/")[1].isdigit() else 0):
+        definition = folder / path
+        document = json.loads(definition.read_text())
+        if "reference" in document:
+            label = f"{definition.parent.relative_to(folder).as_posix()}/{document['name']}"
+            workload = definition.parent / "workload.jsonl"
+            found.append(Published(label, "SOL-ExecBench", definition, workload, SOL_PROTOCOLS))
+    return found
+
+
 def fib_definitions(repo: Path, revision: str, into: Path) -> list[Published]:
     """Every flashinfer-bench definition JSON with a reference, with its trace set's workloads/<name>.jsonl."""
     candidates = [path for path in tracked(repo, revision, ".json") if "/definitions/" in f"/{path}"]
@@ -152,8 +173,9 @@ def judge(published: Published, protocol: str, solution: Path, arguments: argpar
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sol-repo", required=True, type=Path, help="a SOL-ExecBench checkout or bare git directory")
-    parser.add_argument("--fib-repo", required=True, type=Path, help="a flashinfer-bench checkout or bare git dir")
+    parser.add_argument("--sol-repo", type=Path, help="a SOL-ExecBench checkout or bare git directory (its examples)")
+    parser.add_argument("--fib-repo", type=Path, help="a flashinfer-bench checkout or bare git dir")
+    parser.add_argument("--problems-repo", type=Path, help="a git repository holding SOL-ExecBench's problems/<id>/")
     parser.add_argument("--revision", default="HEAD", help="the commit of both to read (default HEAD)")
     parser.add_argument("--warmup", type=int, default=1, help="warm-up iterations per case (default 1)")
     parser.add_argument("--iterations", type=int, default=5, help="timed iterations per case (default 5)")
@@ -162,10 +184,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--protocol", nargs="*", default=[], help="run only these protocols")
     parser.add_argument("--unsandboxed", action="store_true", help="pass --unsandboxed to the harness")
     arguments = parser.parse_args(argv)
+    if not (arguments.sol_repo or arguments.fib_repo or arguments.problems_repo):
+        parser.error("give at least one of --sol-repo, --fib-repo and --problems-repo")
     with tempfile.TemporaryDirectory(prefix="published-references-") as temporary:
         folder = Path(temporary)
-        published = sol_definitions(arguments.sol_repo, arguments.revision, folder / "sol")
-        published += fib_definitions(arguments.fib_repo, arguments.revision, folder / "fib")
+        published = []
+        if arguments.sol_repo:
+            published += sol_definitions(arguments.sol_repo, arguments.revision, folder / "sol")
+        if arguments.fib_repo:
+            published += fib_definitions(arguments.fib_repo, arguments.revision, folder / "fib")
+        if arguments.problems_repo:
+            published += problem_definitions(arguments.problems_repo, arguments.revision, folder / "problems")
         if arguments.only:
             published = [item for item in published if any(part in item.label for part in arguments.only)]
         print("| definition | source | protocol | status | reason | seconds |\n|---|---|---|---|---|---|")

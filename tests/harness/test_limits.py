@@ -48,7 +48,7 @@ def test_a_timeout_that_recurs_with_the_reference_as_the_solution_is_the_hosts_n
     result = run_harness(problem, write_solution(tmp_path / "s", CORRECT_ADD), timeout=10)
 
     assert result.status == "HARNESS_ERROR", result.reason
-    assert "cannot judge this definition within the limit" in (result.reason or "")
+    assert "cannot judge this definition within its limits" in (result.reason or "")
 
 
 def test_a_timeout_whose_control_needed_most_of_the_limit_is_the_hosts_not_the_kernels(tmp_path: Path) -> None:
@@ -59,7 +59,39 @@ def test_a_timeout_whose_control_needed_most_of_the_limit_is_the_hosts_not_the_k
     result = run_harness(problem, write_solution(tmp_path / "s", LOOPS_FOREVER), timeout=25)
 
     assert result.status == "HARNESS_ERROR", result.reason
-    assert "this host cannot judge this definition within the limit" in (result.reason or "")
+    assert "this host cannot judge this definition within its limits" in (result.reason or "")
+
+
+def test_a_timeout_whose_control_failed_otherwise_is_the_hosts_not_the_kernels(tmp_path: Path) -> None:
+    # The control ends quickly, but not PASSED (here its reference fails once it runs in the reference's own
+    # process, as a reference too large for the host's memory does): it cannot vouch that the kernel's timeout
+    # was the kernel's.
+    reference = (
+        "import sys\n\n\ndef run(x, y):\n"
+        "    if sys.argv[0].endswith('kernel.py'):\n"
+        "        raise MemoryError('too large for this host')\n"
+        "    return x + y\n"
+    )
+    problem = write_problem(tmp_path / "problem", reference=reference)
+    result = run_harness(problem, write_solution(tmp_path / "s", LOOPS_FOREVER), timeout=20)
+
+    assert result.status == "HARNESS_ERROR", result.reason
+    assert "the reference as the solution ended" in (result.reason or "")
+    assert "this host cannot judge this definition within its limits" in (result.reason or "")
+
+
+def test_memory_the_reference_needs_as_much_of_is_the_hosts_not_the_kernels(tmp_path: Path) -> None:
+    # A reference that needs more memory than the limit: a solution as good as it (here: it) runs out of memory,
+    # and so does the control, so the limit is the host's, not the kernel's.
+    reference = (
+        "import torch\n\n\ndef run(x, y):\n    hoard = torch.ones(2 * 2**30 // 4)\n    return x + y + hoard[-1] - 1\n"
+    )
+    problem = write_problem(tmp_path / "problem", reference=reference)
+    solution = write_solution(tmp_path / "s", reference, dps=False)
+    result = run_harness(problem, solution, memory_mb=1024)
+
+    assert result.status == "HARNESS_ERROR", result.reason
+    assert "this host cannot judge this definition within its limits" in (result.reason or "")
 
 
 def test_every_process_the_solution_started_dies_with_it(add_problem: Problem, tmp_path: Path) -> None:
