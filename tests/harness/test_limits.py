@@ -194,3 +194,32 @@ def _processes_running(command: list[str]) -> bool:
         except OSError:
             continue
     return False
+
+
+WIDE_DEFINITION = {
+    "name": "widen_rows",
+    "description": "each element of x repeated along a wide row",
+    "op_type": "elementwise",
+    "axes": {"n": {"type": "var"}, "width": {"type": "const", "value": 128}},
+    "inputs": {"x": {"shape": ["n"], "dtype": "float32"}},
+    "outputs": {"out": {"shape": ["n", "width"], "dtype": "float32"}},
+}
+
+
+def test_a_case_of_large_outputs_is_judged_within_the_memory_its_limit_allows(tmp_path: Path) -> None:
+    # 640 MiB of output a call, from 5 MiB of input: the judge must not keep what it does not need (it once kept
+    # every calibration request's outputs, eleven copies of them, and was killed past its own limit).
+    problem = write_problem(
+        tmp_path / "problem",
+        definition=WIDE_DEFINITION,
+        cases=[{"uuid": "wide", "axes": {"n": 1_310_720}, "inputs": {"x": {"type": "random"}}}],
+        reference="def run(x):\n    return x.unsqueeze(1).expand(-1, 128).contiguous()\n",
+    )
+    solution = write_solution(
+        tmp_path / "s",
+        "def run(x, out):\n    out.copy_(x.unsqueeze(1).expand(-1, 128))\n",
+        definition="widen_rows",
+    )
+    result = run_harness(problem, solution, memory_mb=2300, warmup=1, iterations=1)
+
+    assert result.status == "PASSED", result.reason
