@@ -45,7 +45,7 @@ from typing import Any
 import torch
 
 from harness.checking import compare, outputs_as_list, reference_problem
-from harness.failures import failure_status, failure_text
+from harness.failures import failure_status, failure_text, needs_missing_cuda
 from harness.host import mark, other_share
 from harness.protocols import protocol_named
 from harness.served import Block, Call, EmptyCost, KernelFault, ServedLink
@@ -153,6 +153,8 @@ class CaseJudge:
         except InputError as error:
             raise _CaseFailed(error.status, error.reason) from None
         except Exception as error:
+            if needs_missing_cuda(error):
+                raise self._lacks_cuda("the reference's input generator", error) from None
             status = failure_status(error, "INVALID_REFERENCE" if self.has_custom else "HARNESS_ERROR")
             raise _CaseFailed(status, "the inputs could not be built: " + failure_text(error)) from None
 
@@ -163,6 +165,8 @@ class CaseJudge:
             )
             _synchronize(self.device)
         except Exception as error:
+            if needs_missing_cuda(error):
+                raise self._lacks_cuda("the reference", error) from None
             raise _CaseFailed(
                 failure_status(error, "INVALID_REFERENCE"), "the reference failed: " + failure_text(error)
             ) from None
@@ -172,6 +176,14 @@ class CaseJudge:
         if problem:
             raise _CaseFailed("INVALID_REFERENCE", problem)
         return expected
+
+    def _lacks_cuda(self, what: str, error: BaseException) -> _CaseFailed:
+        # Neither the reference's fault nor the kernel's: this host cannot run the definition.
+        return _CaseFailed(
+            "HARNESS_ERROR",
+            f"{what} needs a CUDA device, which this host has not (the evaluation runs on {self.device}): "
+            + failure_text(error),
+        )
 
     def _checked_call(self, seed: int, where: str) -> None:
         inputs = self._inputs(seed)

@@ -5,6 +5,13 @@ from __future__ import annotations
 import traceback
 
 _REASON_CHARS = 2000
+# What torch raises when code asks for CUDA where there is none: a build without it, no driver, no device.
+_NO_CUDA = (
+    "torch not compiled with cuda enabled",
+    "found no nvidia driver",
+    "no cuda gpus are available",
+    "cuda driver initialization failed",
+)
 
 
 def failure_text(error: BaseException) -> str:
@@ -22,6 +29,12 @@ def is_out_of_memory(error: BaseException) -> bool:
         or "out of memory" in message
         or "can't allocate memory" in message
     )
+
+
+def needs_missing_cuda(error: BaseException) -> bool:
+    """The code asked for a CUDA device this host does not have (as a reference that hard-codes device='cuda')."""
+    message = str(error).lower()
+    return any(phrase in message for phrase in _NO_CUDA)
 
 
 def failure_status(error: BaseException, otherwise: str = "RUNTIME_ERROR") -> str:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+import torch
+
 from tests.harness.conftest import (
     CORRECT_ADD,
     Problem,
@@ -75,6 +78,18 @@ def test_a_reference_that_raises_is_an_invalid_reference(tmp_path: Path) -> None
     assert "RuntimeError: broken" in (result.cases[0].reason or "")
     # The evaluation's fault, not the kernel's: it recurs with the reference itself as the solution.
     assert "it recurs with the reference as the solution" in (result.reason or "")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a host with CUDA runs this reference")
+def test_a_reference_that_asks_for_cuda_on_a_host_without_it_names_what_is_missing(tmp_path: Path) -> None:
+    # As some of SOL-ExecBench's published references do (torch.arange(..., device='cuda')): neither the
+    # reference nor the kernel is wrong, this host cannot run the definition, and the status says so.
+    reference = "import torch\n\ndef run(x, y):\n    return x + y + torch.zeros(1, device='cuda').cpu()\n"
+    problem = write_problem(tmp_path / "problem", reference=reference)
+    result = run_harness(problem, write_solution(tmp_path / "s", CORRECT_ADD))
+
+    assert result.status == "HARNESS_ERROR", result.reason
+    assert "the reference needs a CUDA device, which this host has not" in (result.cases[0].reason or "")
 
 
 def test_a_reference_that_does_not_load_is_an_invalid_reference(tmp_path: Path) -> None:
