@@ -175,7 +175,8 @@ class ServedLink:
         requests, prepared = [], []
         for inputs in input_sets:
             self.slot = (self.slot + 1) % self.slots(case) if slot is None else slot % self.slots(case)
-            request, originals, places = self._place(case, inputs, self.slot)
+            # An empty call reads no input and leaves its outputs alone: nothing of them is written or read back.
+            request, originals, places = self._place(case, inputs, self.slot, write=not empty)
             requests.append(request)
             prepared.append((inputs, originals, places))
         # Read frozen, so the counter is settled: the group runs only between the thaw and the freeze.
@@ -191,23 +192,24 @@ class ServedLink:
         results = reply.get("results")
         if not isinstance(results, list) or not 0 < len(results) <= len(requests):
             raise KernelFault("REWARD_HACK", "the kernel's process replied to its calls with something else")
-        calls = [self._read(case, result, *setup) for result, setup in zip(results, prepared, strict=False)]
-        if len(calls) < len(requests):
+        if len(results) < len(requests):
             raise KernelFault("REWARD_HACK", "the kernel's process answered fewer calls than it was given")
+        read = [] if empty else zip(results, prepared, strict=True)
+        calls = [self._read(case, result, *setup) for result, setup in read]
         cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
         return Block(calls=calls, cpu_ns=cpu, wall_ns=wall, thawed_ns=thawed)
 
     def _place(
-        self, case: Mapping[str, Any], inputs: Mapping[str, Any], slot: int
+        self, case: Mapping[str, Any], inputs: Mapping[str, Any], slot: int, *, write: bool = True
     ) -> tuple[dict[str, Any], dict[str, torch.Tensor], tuple[dict[str, Placement], list[Placement]]]:
         tensor_names = [name for name, value in inputs.items() if isinstance(value, torch.Tensor)]
         input_places, output_places = placements(case, slot, tensor_names)
         places = dict(zip(tensor_names, input_places, strict=True))
         originals = {}
-        for name, place in places.items():
+        for name, place in places.items() if write else ():
             originals[name] = inputs[name].detach().to("cpu")
             self._view(place).copy_(originals[name].reshape(place.shape))
-        for place in output_places:
+        for place in output_places if write else ():
             _reset(self._view(place))
         arguments = [
             {"offset": places[name].offset, "shape": places[name].shape, "dtype": places[name].dtype}

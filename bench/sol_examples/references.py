@@ -1,9 +1,17 @@
 """Published definitions' references judged as their own solutions, under each protocol each is valid for.
 
-    .venv/bin/python bench/sol_examples/references.py --sol-repo PATH --fib-repo PATH [--only NAME ...]
+    .venv/bin/python bench/sol_examples/references.py [--sol-repo PATH] [--fib-repo PATH] [--problems-repo PATH]
+        [--only NAME ...] [--protocol NAME ...]
 
 --sol-repo is a clone of github.com/NVIDIA/SOL-ExecBench and --fib-repo one of
 github.com/flashinfer-ai/flashinfer-bench: checkouts or bare git directories.
+--problems-repo is a git repository holding SOL-ExecBench's dataset in the
+layout of ../shared/data/sol-execbench/problems/<id>/ (definition.json beside
+workload.jsonl) with each problem's `reference`, which the shared copy has
+removed: github.com/bras6379/sol-execbench-solver, the shared data's origin,
+holds all 235 (for the 168 shared problems, the same definitions with the
+reference put back, and the same workload files byte for byte), and includes the FlashInfer-Bench subset as
+SOL-ExecBench republished it.
 Their published definitions that carry a `reference` (every
 examples/<language>/<problem>/definition.json of SOL-ExecBench; every
 definition JSON of flashinfer-bench with a `reference`) are extracted with `git
