@@ -429,6 +429,10 @@ def _serve(
 def _sealed_memfd(size: int) -> int:
     descriptor = os.memfd_create("kernelindex-exchange", os.MFD_ALLOW_SEALING)
     os.ftruncate(descriptor, size)
+    # Its pages are allocated here, so they are charged to the parent's memory, not to the first served process to
+    # map them: the exchange is the harness's, and a case of 4 GiB (two slots of it) would otherwise leave a
+    # kernel under an 8 GiB limit nothing of its own.
+    os.posix_fallocate(descriptor, 0, size)
     # Neither side may shrink it (the other's mapping would fault) or grow it.
     fcntl.fcntl(descriptor, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
     return descriptor

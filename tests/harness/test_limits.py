@@ -223,3 +223,23 @@ def test_a_case_of_large_outputs_is_judged_within_the_memory_its_limit_allows(tm
     result = run_harness(problem, solution, memory_mb=2300, warmup=1, iterations=1)
 
     assert result.status == "PASSED", result.reason
+
+
+def test_the_exchange_is_not_counted_against_the_kernels_memory_limit(tmp_path: Path) -> None:
+    # 256 MiB of output a call, so 512 MiB of exchange (two slots): the harness's memory, not the kernel's, which
+    # here needs almost nothing of its own. Charged to the kernel, it left a reference that needs 4 GiB of its 8
+    # no room (SOL-ExecBench's whisper output projection died before its first call).
+    problem = write_problem(
+        tmp_path / "problem",
+        definition=WIDE_DEFINITION,
+        cases=[{"uuid": "wide", "axes": {"n": 524_288}, "inputs": {"x": {"type": "random"}}}],
+        reference="def run(x):\n    return x.unsqueeze(1).expand(-1, 128).contiguous()\n",
+    )
+    solution = write_solution(
+        tmp_path / "s",
+        "def run(x, out):\n    out.copy_(x.unsqueeze(1).expand(-1, 128))\n",
+        definition="widen_rows",
+    )
+    result = run_harness(problem, solution, memory_mb=700, warmup=1, iterations=1)
+
+    assert result.status == "PASSED", result.reason
