@@ -62,6 +62,9 @@ KERNEL_PIDS = 512
 JUDGE_PIDS = 512
 # The judge holds the reference's outputs and a few sets of inputs beside the kernel's limit.
 JUDGE_MEMORY_FACTOR, JUDGE_MEMORY_EXTRA_MB = 2, 2048
+# The exchanges may take at most this share of the memory the host has available: the judge's copies, the
+# reference's outputs and the kernel's own work need the rest.
+EXCHANGE_SHARE_OF_AVAILABLE = 0.5
 # What the parent reads of the judge's events: lines and bytes in all.
 MAX_EVENT_LINE = 4 * 2**20
 MAX_EVENT_BYTES = 64 * 2**20
@@ -298,6 +301,10 @@ def run_evaluation(
 ) -> Outcome:
     """Start the kernel's sandbox, the reference's and the judge's, watch them to the end or a limit, and clean up."""
     outcome = Outcome(known_cases=frozenset(known_cases), max_samples=max_samples)
+    shortfall = exchange_shortfall(exchange_size)
+    if shortfall is not None:
+        outcome.fatal = ("HARNESS_ERROR", shortfall)
+        return outcome
     python = python_executable()
     opened: list[int] = []
     groups: list[cgroups.Cgroup] = []
@@ -364,6 +371,32 @@ def run_evaluation(
         for group in groups:
             group.remove()
     return outcome
+
+
+def exchange_shortfall(exchange_size: int) -> str | None:
+    """Why this host cannot hold the exchanges (one per served process), if it cannot. They are allocated before
+    anything runs; past what the host has free, its out-of-memory killer would pick a process of its own choosing
+    (the judge, or another service of the host's)."""
+    needed = exchange_size * len(SERVED)
+    available = available_memory_bytes()
+    if available is None or needed <= available * EXCHANGE_SHARE_OF_AVAILABLE:
+        return None
+    return (
+        f"this host cannot judge this definition: its largest case needs {needed / 2**30:.1f} GiB of memory "
+        f"shared between the judge and the served processes, more than {EXCHANGE_SHARE_OF_AVAILABLE:.0%} of the "
+        f"{available / 2**30:.1f} GiB it has available"
+    )
+
+
+def available_memory_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def _pipe(opened: list[int]) -> tuple[int, int]:

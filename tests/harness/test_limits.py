@@ -243,3 +243,22 @@ def test_the_exchange_is_not_counted_against_the_kernels_memory_limit(tmp_path: 
     result = run_harness(problem, solution, memory_mb=700, warmup=1, iterations=1)
 
     assert result.status == "PASSED", result.reason
+
+
+def test_a_case_larger_than_the_hosts_memory_is_refused_before_anything_is_allocated(tmp_path: Path) -> None:
+    # A terabyte of output a call: the exchanges are never allocated (the host's out-of-memory killer would pick
+    # its own victim), and the evaluation says what is missing without convicting the kernel.
+    problem = write_problem(
+        tmp_path / "problem",
+        definition=WIDE_DEFINITION,
+        cases=[{"uuid": "huge", "axes": {"n": 2**31}, "inputs": {"x": {"type": "random"}}}],
+        reference="def run(x):\n    return x.unsqueeze(1).expand(-1, 128).contiguous()\n",
+    )
+    solution = write_solution(tmp_path / "s", "def run(x, out):\n    pass\n", definition="widen_rows")
+    started = time.monotonic()
+    result = run_harness(problem, solution)
+
+    assert result.status == "HARNESS_ERROR", result.reason
+    assert "this host cannot judge this definition" in (result.reason or "")
+    assert "GiB of memory shared between the judge and the served processes" in (result.reason or "")
+    assert time.monotonic() - started < 30
