@@ -235,12 +235,17 @@ def unwrap_case(value: Any, definition: Definition, path: Path, line: int) -> tu
 
 
 def check_case(raw: Any, definition: Definition, path: Path, line: int, prefix: str = "") -> Case:
-    """One case of the definition: every var axis given, no other axis, inputs the definition knows."""
+    """One case of the definition: every var axis given, none the definition fixes, inputs the definition knows.
+
+    An axis the definition does not name is the case's own parameter: SOL-ExecBench resolves it with the others
+    and hands it to the custom inputs entrypoint (NVIDIA/SOL-ExecBench@8d2237d2012c core/data/definition.py
+    get_resolved_axes_values, core/bench/io.py gen_inputs), as its published workloads use it (`is_joint_block`).
+    """
     case = validated(Case, raw, path, line, prefix.rstrip("."))
     variable = definition.variable_axes
     for axis in case.axes:
-        if axis not in variable:
-            raise RecordError(path, line, f"{prefix}axes.{axis}", "not a var axis of the definition")
+        if axis in definition.axes and axis not in variable:
+            raise RecordError(path, line, f"{prefix}axes.{axis}", "not a var axis of the definition, which fixes it")
     for axis in variable:
         if axis not in case.axes:
             raise RecordError(path, line, f"{prefix}axes.{axis}", "missing: every var axis needs a value")

@@ -49,6 +49,32 @@ def test_a_value_returning_solution(add_problem: Problem, tmp_path: Path) -> Non
     assert run_harness(add_problem, solution).status == "PASSED"
 
 
+def test_an_axis_of_the_cases_own_reaches_the_custom_inputs_entrypoint(tmp_path: Path) -> None:
+    # As in SOL-ExecBench's published workloads: `is_joint_block` is no axis of the definition, and the
+    # reference's get_inputs reads it.
+    definition = {**ADD_DEFINITION, "custom_inputs_entrypoint": "make_inputs"}
+    reference = """
+    import torch
+
+    def make_inputs(axes_and_scalars, device):
+        n, width = axes_and_scalars["n"], axes_and_scalars["width"]
+        scale = 2.0 if axes_and_scalars["joint"] else 1.0
+        return {"x": torch.ones(n, width, device=device) * scale, "y": torch.zeros(n, width, device=device)}
+
+    def run(x, y):
+        return x + y
+    """
+    custom = {"x": {"type": "custom"}, "y": {"type": "custom"}}
+    cases = [{"uuid": f"joint-{flag}", "axes": {"n": 3, "joint": flag}, "inputs": custom} for flag in (0, 1)]
+    problem = write_problem(tmp_path / "problem", definition=definition, cases=cases, reference=reference)
+    # Right only where the axis reached the entrypoint: 2 where joint is 1, else 1.
+    solution = write_solution(tmp_path / "s", "def run(x, y, out):\n    out.copy_(x + y)\n")
+    wrong = write_solution(tmp_path / "w", "def run(x, y, out):\n    out.fill_(1.0)\n")
+
+    assert run_harness(problem, solution).status == "PASSED"
+    assert [case.status for case in run_harness(problem, wrong).cases] == ["PASSED", "INCORRECT_NUMERICAL"]
+
+
 def test_custom_inputs_come_from_the_references_entrypoint(tmp_path: Path) -> None:
     definition = {**ADD_DEFINITION, "custom_inputs_entrypoint": "make_inputs"}
     definition["inputs"] = {**ADD_DEFINITION["inputs"], "offset": {"shape": None, "dtype": "float32"}}

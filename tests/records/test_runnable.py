@@ -116,6 +116,14 @@ def test_a_definition_folder_becomes_a_runnable_workload_with_the_inline_referen
     assert item.inputs["eps"] == {"shape": None, "dtype": "float32"}
 
 
+def test_an_axis_the_definition_does_not_name_is_the_cases_own_parameter(tmp_path: Path) -> None:
+    # SOL-ExecBench's published workloads give such axes (`is_joint_block`) for their custom inputs entrypoint.
+    folder = write_definition_folder(tmp_path / "rms", definition(), [case("c1", 2, axes={"batch": 2, "joint": 1})])
+    _, item = read_definition_folder(folder)
+
+    assert [c.axes for c in item.cases] == [{"batch": 2, "joint": 1}]
+
+
 def test_the_reference_beside_the_definition_is_filled_in(tmp_path: Path) -> None:
     folder = write_definition_folder(tmp_path / "rms", definition(reference=None), [case("c1", 2)], REFERENCE)
     workload, _ = read_definition_folder(folder)
@@ -177,6 +185,7 @@ def test_a_bad_definition_names_the_file_and_field(
     [
         (case("c2", 4, axes={}), "axes.batch", "every var axis needs a value"),
         (case("c2", 4, axes={"batch": 4, "hidden": 64}), "axes.hidden", "not a var axis"),
+        (case("c2", 4, axes={"batch": 4, "rows": 4}), "axes.rows", "which fixes it"),
         (case("c2", 4, axes={"batch": "4"}), "axes.batch", "valid integer"),
         (case("c2", 4, inputs={"z": {"type": "random"}}), "inputs.z", "not an input of the definition"),
         (case("c2", 4, inputs={"x": {"type": "custom"}}), "inputs.x", "custom_inputs_entrypoint"),
