@@ -349,10 +349,11 @@ class EmptyCost:
 def calibrate(link: ServedLink, case: Mapping[str, Any], size: int, *, probe: bool = False) -> EmptyCost:
     """The harness's own cost of requests of up to `size` empty calls of this case, CPU and wall; with `probe`
     (the reference's process, on CUDA), the idle GPU's probe time too."""
+    # Placeholders: an empty call reads no input. Never filled: torch fills no packed 4-bit float on the CPU.
     inputs = {
         name: spec["value"]
         if spec["source"] == "scalar"
-        else torch.zeros(spec["shape"] or [], dtype=DTYPES[spec["dtype"]])
+        else torch.empty(spec["shape"] or [], dtype=DTYPES[spec["dtype"]])
         for name, spec in case["inputs"].items()
     }
     medians = {calls: _empty_medians(link, case, [inputs] * calls) for calls in dict.fromkeys((1, size))}

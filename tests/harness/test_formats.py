@@ -75,6 +75,27 @@ def test_an_axis_of_the_cases_own_reaches_the_custom_inputs_entrypoint(tmp_path:
     assert [case.status for case in run_harness(problem, wrong).cases] == ["PASSED", "INCORRECT_NUMERICAL"]
 
 
+def test_a_definition_with_packed_four_bit_float_inputs_is_judged(tmp_path: Path) -> None:
+    # SOL-ExecBench's nvfp4 problems: torch fills no float4_e2m1fn_x2 tensor on the CPU, and the judge's
+    # calibration once did, so every such evaluation ended in the judge's own failure.
+    definition = {
+        **ADD_DEFINITION,
+        "name": "fp4_bytes",
+        "axes": {"n": {"type": "var"}, "width": {"type": "const", "value": 8}},
+        "inputs": {"x": {"shape": ["n", "width"], "dtype": "float4_e2m1fn_x2"}},
+        "outputs": {"bytes": {"shape": ["n", "width"], "dtype": "uint8"}},
+    }
+    cases = [{"uuid": "fp4", "axes": {"n": 16}, "inputs": {"x": {"type": "random"}}}]
+    reference = "import torch\n\ndef run(x):\n    return x.view(torch.uint8).clone()\n"
+    problem = write_problem(tmp_path / "problem", definition=definition, cases=cases, reference=reference)
+    solution = write_solution(
+        tmp_path / "s", "import torch\n\ndef run(x, out):\n    out.copy_(x.view(torch.uint8))\n", definition="fp4_bytes"
+    )
+
+    result = run_harness(problem, solution)
+    assert result.status == "PASSED", result.reason
+
+
 def test_custom_inputs_come_from_the_references_entrypoint(tmp_path: Path) -> None:
     definition = {**ADD_DEFINITION, "custom_inputs_entrypoint": "make_inputs"}
     definition["inputs"] = {**ADD_DEFINITION["inputs"], "offset": {"shape": None, "dtype": "float32"}}
