@@ -81,11 +81,12 @@ def test_a_definition_with_packed_four_bit_float_inputs_is_judged(tmp_path: Path
     definition = {
         **ADD_DEFINITION,
         "name": "fp4_bytes",
-        "axes": {"n": {"type": "var"}, "width": {"type": "const", "value": 8}},
+        "axes": {"n": {"type": "var"}, "width": {"type": "const", "value": 1024}},
         "inputs": {"x": {"shape": ["n", "width"], "dtype": "float4_e2m1fn_x2"}},
         "outputs": {"bytes": {"shape": ["n", "width"], "dtype": "uint8"}},
     }
-    cases = [{"uuid": "fp4", "axes": {"n": 16}, "inputs": {"x": {"type": "random"}}}]
+    # Large enough that torch fills rather than allocates zeroed memory.
+    cases = [{"uuid": "fp4", "axes": {"n": 1024}, "inputs": {"x": {"type": "random"}}}]
     reference = "import torch\n\ndef run(x):\n    return x.view(torch.uint8).clone()\n"
     problem = write_problem(tmp_path / "problem", definition=definition, cases=cases, reference=reference)
     solution = write_solution(
