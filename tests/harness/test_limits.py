@@ -204,22 +204,24 @@ WIDE_DEFINITION = {
     "inputs": {"x": {"shape": ["n"], "dtype": "float32"}},
     "outputs": {"out": {"shape": ["n", "width"], "dtype": "float32"}},
 }
+WIDEN = "def run(x, out):\n    out.copy_(x.unsqueeze(1).expand(-1, 128))\n"
+
+
+def widen_problem(folder: Path, rows: int) -> Problem:
+    """Outputs 128 times their input: a case of `rows` rows has 512 bytes of output a row."""
+    return write_problem(
+        folder,
+        definition=WIDE_DEFINITION,
+        cases=[{"uuid": "wide", "axes": {"n": rows}, "inputs": {"x": {"type": "random"}}}],
+        reference="def run(x):\n    return x.unsqueeze(1).expand(-1, 128).contiguous()\n",
+    )
 
 
 def test_a_case_of_large_outputs_is_judged_within_the_memory_its_limit_allows(tmp_path: Path) -> None:
     # 640 MiB of output a call, from 5 MiB of input: the judge must not keep what it does not need (it once kept
     # every calibration request's outputs, eleven copies of them, and was killed past its own limit).
-    problem = write_problem(
-        tmp_path / "problem",
-        definition=WIDE_DEFINITION,
-        cases=[{"uuid": "wide", "axes": {"n": 1_310_720}, "inputs": {"x": {"type": "random"}}}],
-        reference="def run(x):\n    return x.unsqueeze(1).expand(-1, 128).contiguous()\n",
-    )
-    solution = write_solution(
-        tmp_path / "s",
-        "def run(x, out):\n    out.copy_(x.unsqueeze(1).expand(-1, 128))\n",
-        definition="widen_rows",
-    )
+    problem = widen_problem(tmp_path / "problem", 1_310_720)
+    solution = write_solution(tmp_path / "s", WIDEN, definition="widen_rows")
     result = run_harness(problem, solution, memory_mb=2300, warmup=1, iterations=1)
 
     assert result.status == "PASSED", result.reason
@@ -229,17 +231,8 @@ def test_the_exchange_is_not_counted_against_the_kernels_memory_limit(tmp_path: 
     # 256 MiB of output a call, so 512 MiB of exchange (two slots): the harness's memory, not the kernel's, which
     # here needs almost nothing of its own. Charged to the kernel, it left a reference that needs 4 GiB of its 8
     # no room (SOL-ExecBench's whisper output projection died before its first call).
-    problem = write_problem(
-        tmp_path / "problem",
-        definition=WIDE_DEFINITION,
-        cases=[{"uuid": "wide", "axes": {"n": 524_288}, "inputs": {"x": {"type": "random"}}}],
-        reference="def run(x):\n    return x.unsqueeze(1).expand(-1, 128).contiguous()\n",
-    )
-    solution = write_solution(
-        tmp_path / "s",
-        "def run(x, out):\n    out.copy_(x.unsqueeze(1).expand(-1, 128))\n",
-        definition="widen_rows",
-    )
+    problem = widen_problem(tmp_path / "problem", 524_288)
+    solution = write_solution(tmp_path / "s", WIDEN, definition="widen_rows")
     result = run_harness(problem, solution, memory_mb=700, warmup=1, iterations=1)
 
     assert result.status == "PASSED", result.reason
@@ -248,12 +241,7 @@ def test_the_exchange_is_not_counted_against_the_kernels_memory_limit(tmp_path: 
 def test_a_case_larger_than_the_hosts_memory_is_refused_before_anything_is_allocated(tmp_path: Path) -> None:
     # A terabyte of output a call: the exchanges are never allocated (the host's out-of-memory killer would pick
     # its own victim), and the evaluation says what is missing without convicting the kernel.
-    problem = write_problem(
-        tmp_path / "problem",
-        definition=WIDE_DEFINITION,
-        cases=[{"uuid": "huge", "axes": {"n": 2**31}, "inputs": {"x": {"type": "random"}}}],
-        reference="def run(x):\n    return x.unsqueeze(1).expand(-1, 128).contiguous()\n",
-    )
+    problem = widen_problem(tmp_path / "problem", 2**31)
     solution = write_solution(tmp_path / "s", "def run(x, out):\n    pass\n", definition="widen_rows")
     started = time.monotonic()
     result = run_harness(problem, solution)
