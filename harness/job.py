@@ -151,10 +151,10 @@ def _given_match_ratio(tolerance: Tolerance) -> float | None:
 
 def _case_axes(definition: Definition, case: Case, path: Path, line: int) -> dict[str, int]:
     constants = {name: axis.value for name, axis in definition.axes.items() if axis.type == "const"}
-    # The case's own parameters (axes the definition does not name) are resolved with the var axes, as
-    # SOL-ExecBench does, and reach the custom inputs entrypoint with them.
-    variables = {name: value for name, value in case.axes.items() if name not in definition.axes}
-    variables |= {name: case.axes[name] for name, axis in definition.axes.items() if axis.type == "var"}
+    # A checked case gives every var axis and no axis the definition fixes (records.formats.check_case); its own
+    # parameters (axes the definition does not name) are resolved with them, as SOL-ExecBench does, and reach
+    # the custom inputs entrypoint.
+    variables = dict(case.axes)
     expressions = {name: axis.expression for name, axis in definition.axes.items() if axis.type == "expr"}
     try:
         values = resolve_axes(

@@ -371,11 +371,8 @@ def _empty_medians(
     link: ServedLink, case: Mapping[str, Any], input_sets: Sequence[Mapping[str, Any]]
 ) -> tuple[float, float]:
     """(CPU, wall) medians of CALIBRATION_REQUESTS requests of these empty calls, the first (cold) dropped."""
-    # Only the figures are kept: a block holds its calls' outputs, as large as the case's.
-    figures = [_figures(link.block(case, input_sets, empty=True)) for _ in range(CALIBRATION_REQUESTS)][1:]
+    # One block at a time, and only its figures kept.
+    blocks = (link.block(case, input_sets, empty=True) for _ in range(CALIBRATION_REQUESTS))
+    figures = [(block.cpu_ns, block.wall_ns) for block in blocks][1:]
     cpu = [cpu_ns for cpu_ns, _ in figures if cpu_ns is not None]
     return (float(statistics.median(cpu)) if cpu else 0.0, float(statistics.median(wall for _, wall in figures)))
-
-
-def _figures(block: Block) -> tuple[int | None, int]:
-    return block.cpu_ns, block.wall_ns
