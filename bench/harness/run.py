@@ -297,8 +297,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--compare-with", metavar="REV", help="also measure the harness at this git revision")
+    parser.add_argument(
+        "--devices", nargs="+", choices=("cpu", "cuda"), help="default: cpu, and cuda where torch sees it"
+    )
     arguments = parser.parse_args()
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    devices = arguments.devices or ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, devices: {', '.join(devices)}")
     if torch.cuda.is_available():
         print(f"GPU: {torch.cuda.get_device_name()}")
@@ -307,7 +310,7 @@ def main() -> None:
         for device in devices:
             overhead(Path(folder), device, arguments.rounds)
             boundary_cost(Path(folder), device, arguments.rounds, baseline)
-        if torch.cuda.is_available():
+        if "cuda" in devices:
             gpu_checks(Path(folder))
 
 
