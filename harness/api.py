@@ -427,7 +427,7 @@ def _reported_case(reported: dict[str, Any]) -> CaseResult:
                 **fields,
                 "latency": latency_of(samples) if samples else None,
                 "reference_latency": latency_of(reference_samples) if reference_samples else None,
-                "speedup": ratio_speedup(ratios) if ratios else None,
+                "speedup": ratio_speedup(ratios, reported.get("pair_ratio_bounds")) if ratios else None,
                 "pairs": len(ratios) if ratios else None,
             }
         )

@@ -48,9 +48,9 @@ from harness.checking import compare, outputs_as_list, reference_problem
 from harness.failures import failure_status, failure_text, needs_missing_cuda
 from harness.host import mark, other_share
 from harness.protocols import protocol_named
-from harness.served import Block, Call, EmptyCost, KernelFault, ServedLink, fastest_empty_wall_ns
+from harness.served import Block, Call, EmptyCost, KernelFault, ServedLink
 from harness.stats import MAX_PAIRS, MIN_PAIRS, settled
-from harness.tensors import InputError, build_inputs, clone
+from harness.tensors import CUDA_ONLY_DTYPES, InputError, build_inputs, clone
 
 # The share of timed calls whose outputs are checked, drawn after each request.
 CHECKED_SHARE = 0.25
@@ -65,9 +65,15 @@ NET_FLOOR_SHARE = 0.05
 # (every rerun: OMP_NUM_THREADS=1) nothing is.
 OWN_COST_ALLOWANCE = 3.0
 UNEXPLAINED_FACTOR = 2.0
-# On CUDA, a request faster than this share of an empty request (whose calls each flush the L2) skipped work
-# that every call must do.
-FLUSH_SHARE = 0.9
+# On the judge's wall clock (CUDA, or a served process without a cgroup), the calibrated cost of an empty request
+# is known only this well either way: it was measured before the solution loaded, perhaps on an idle GPU at low
+# clocks, and a request's round trip and freeze vary by milliseconds (on an H200 host, an honest kernel's requests
+# came in a fifth under the calibrated empty cost, and two evaluations of one kernel differed more than twofold).
+# Each pair's ratio is bounded with the empty cost this much lower and higher on each side, and the case's
+# interval spans those bounds: where the calls' own work is small beside the harness's cost of a request, the
+# interval is wide and the verdict inconclusive, never decided by the harness's noise. The CPU time of a cgroup,
+# calibrated the same way, has not drifted so: there the bounds are the ratio itself.
+WALL_OWN_UNCERTAINTY = 0.5
 # On CUDA, before each reference request: the probe may take this many times its calibrated time, plus this;
 # past it the GPU is busy with work the kernel's process left queued, and the judge waits for it this long.
 PROBE_FACTOR, PROBE_MARGIN_NS, PROBE_PATIENCE_S = 4.0, 200_000, 2.0
@@ -86,6 +92,9 @@ class Pair:
 
     kernel_ns: float
     reference_ns: float
+    # The ratio with the empty cost as uncertain as the judge's measure leaves it (WALL_OWN_UNCERTAINTY).
+    low_ratio: float
+    high_ratio: float
     # What the kernel's process said its calls took, added up; the judge's raw measure of its request, and how
     # long the group could run for it; the calibrated cost of an empty request of as many calls.
     reported_ns: float
@@ -167,6 +176,8 @@ class CaseJudge:
         except Exception as error:
             if needs_missing_cuda(error):
                 raise self._lacks_cuda("the reference", error) from None
+            if not self.cuda and (packed := self._cuda_only_inputs()):
+                raise self._lacks_cuda(f"the reference, computing with {packed} on the CPU,", error) from None
             raise _CaseFailed(
                 failure_status(error, "INVALID_REFERENCE"), "the reference failed: " + failure_text(error)
             ) from None
@@ -176,6 +187,15 @@ class CaseJudge:
         if problem:
             raise _CaseFailed("INVALID_REFERENCE", problem)
         return expected
+
+    def _cuda_only_inputs(self) -> str:
+        """The inputs of dtypes torch computes with only on CUDA (harness.tensors `CUDA_ONLY_DTYPES`), named."""
+        found = [
+            f"{name} ({spec['dtype']})"
+            for name, spec in self.case["inputs"].items()
+            if spec.get("dtype") in CUDA_ONLY_DTYPES
+        ]
+        return ", ".join(found)
 
     def _lacks_cuda(self, what: str, error: BaseException) -> _CaseFailed:
         # Neither the reference's fault nor the kernel's: this host cannot run the definition.
@@ -250,6 +270,7 @@ class CaseJudge:
         result["samples"] = [pair.kernel_ns for pair in pairs]
         result["reference_samples"] = [pair.reference_ns for pair in pairs]
         result["pair_ratios"] = [pair.ratio for pair in pairs]
+        result["pair_ratio_bounds"] = [[pair.low_ratio, pair.high_ratio] for pair in pairs]
         result["calls_per_request"] = size
         return result
 
@@ -264,9 +285,18 @@ class CaseJudge:
             reference = self._reference_block(input_sets)
             kernel = self._kernel_block(input_sets, what, check_share, first)
         own = self._own_cost("kernel", count)
+        kernel_ns = self._net(kernel, "kernel", count) / count
+        reference_ns = self._net(reference, "reference", count) / count
+        slack = WALL_OWN_UNCERTAINTY if self._on_wall_clock(kernel) else 0.0
+        sides = ((self._measured(kernel), own), (self._measured(reference), self._own_cost("reference", count)))
+        low, high = ratio_bounds(*sides, slack)
+        ratio = reference_ns / kernel_ns
         return Pair(
-            kernel_ns=self._net(kernel, "kernel", count) / count,
-            reference_ns=self._net(reference, "reference", count) / count,
+            kernel_ns=kernel_ns,
+            reference_ns=reference_ns,
+            # Bounds that hold the ratio itself, whatever the rounding (with no slack, both are the ratio).
+            low_ratio=min(low, ratio),
+            high_ratio=max(high, ratio),
             reported_ns=kernel.reported_ns,
             measured_ns=self._measured(kernel),
             thawed_ns=float(kernel.thawed_ns),
@@ -281,9 +311,10 @@ class CaseJudge:
     def _measured(self, block: Block) -> float:
         """The judge's measure of a request: the group's CPU time on the CPU, its own wall clock on CUDA (where
         the work is the GPU's) or where there is no group to measure."""
-        if self.cuda or block.cpu_ns is None:
-            return float(block.wall_ns)
-        return float(block.cpu_ns)
+        return float(block.wall_ns if self._on_wall_clock(block) else block.cpu_ns)
+
+    def _on_wall_clock(self, block: Block) -> bool:
+        return self.cuda or block.cpu_ns is None
 
     def _own_cost(self, side: str, calls: int) -> float:
         empty = self.overheads[side]
@@ -292,25 +323,7 @@ class CaseJudge:
     def _net(self, block: Block, side: str, calls: int) -> float:
         """A request's figure: the judge's measure less the calibrated cost of an empty request of as many calls,
         never below a small share of that cost."""
-        measured, own = self._measured(block), self._own_cost(side, calls)
-        if self.cuda and side == "kernel" and measured < FLUSH_SHARE * own:
-            self._check_flushes(measured, calls)
-        return max(measured - own, NET_FLOOR_SHARE * own, 1.0)
-
-    def _check_flushes(self, measured: float, calls: int) -> None:
-        """A kernel's request faster than the calibrated empty one may only be noise: the calibration is a median
-        taken before the solution loaded, perhaps on an idle GPU at low clocks, and a request's wall time varies
-        by milliseconds with the freeze and the round trip (seen on an H200 host: 20.4 ms against 25.4 ms for an
-        honest kernel). It convicts only when it is faster than every one of a few empty requests of as many
-        calls made now. A kernel's process can slow those down, and so escape this check, but never its own
-        figure: they decide nothing else."""
-        fastest = fastest_empty_wall_ns(self.kernel, self.case, calls)
-        if measured < FLUSH_SHARE * fastest:
-            raise _CaseFailed(
-                "REWARD_HACK",
-                f"a request of the kernel's took {_us(measured)}, less than any empty request of as many calls with "
-                f"their L2 flushes ({_us(fastest)} the fastest): the kernel's process skipped work every call does",
-            )
+        return net_ns(self._measured(block), self._own_cost(side, calls))
 
     def _kernel_block(self, input_sets: list[dict[str, Any]], what: str, check_share: float, first: int) -> Block:
         """A request of calls on fresh inputs; after it, each call's outputs checked with probability `check_share`."""
@@ -389,6 +402,21 @@ class _CaseFailed(Exception):  # noqa: N818 (a verdict, not an error)
         self.reason = reason
         self.max_abs = max_abs
         self.max_rel = max_rel
+
+
+def net_ns(measured: float, own: float, own_scale: float = 1.0) -> float:
+    """The judge's measure of a request less `own_scale` times the harness's own cost of it, never below a small
+    share of that cost: at the noise of the calibration a figure means nothing, and the interval says so."""
+    return max(measured - own_scale * own, NET_FLOOR_SHARE * own, 1.0)
+
+
+def ratio_bounds(kernel: tuple[float, float], reference: tuple[float, float], slack: float) -> tuple[float, float]:
+    """The pair's ratio (the reference's figure over the kernel's) at the two ends of what the harness's own cost
+    of each request (measured, own) may have been, `slack` either way (WALL_OWN_UNCERTAINTY)."""
+    (kernel_measured, kernel_own), (reference_measured, reference_own) = kernel, reference
+    low = net_ns(reference_measured, reference_own, 1 + slack) / net_ns(kernel_measured, kernel_own, 1 - slack)
+    high = net_ns(reference_measured, reference_own, 1 - slack) / net_ns(kernel_measured, kernel_own, 1 + slack)
+    return low, high
 
 
 def _split(total: int, count: int) -> list[int]:

@@ -663,7 +663,7 @@ def _take_event(message: dict[str, Any], outcome: Outcome) -> None:
     elif event == "start" and uuid in outcome.known_cases:
         outcome.running = uuid
     elif event == "case" and uuid in outcome.known_cases and uuid not in outcome.cases:
-        for key in ("samples", "reference_samples", "pair_ratios"):
+        for key in ("samples", "reference_samples", "pair_ratios", "pair_ratio_bounds"):
             samples = message.get(key)
             if isinstance(samples, list) and len(samples) > outcome.max_samples:
                 message[key] = None

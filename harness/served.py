@@ -32,8 +32,6 @@ from harness.tensors import DTYPES, changed_input
 
 # Calibration requests per case and side, before anything is loaded (the first, a cold start, is dropped).
 CALIBRATION_REQUESTS = 11
-# Empty requests made again, after the solution loaded, before a request too fast to be honest is convicted.
-RECHECK_REQUESTS = 5
 
 
 class KernelFault(Exception):  # noqa: N818 (a fault, not an error of the harness)
@@ -351,7 +349,13 @@ class EmptyCost:
 def calibrate(link: ServedLink, case: Mapping[str, Any], size: int, *, probe: bool = False) -> EmptyCost:
     """The harness's own cost of requests of up to `size` empty calls of this case, CPU and wall; with `probe`
     (the reference's process, on CUDA), the idle GPU's probe time too."""
-    inputs = _placeholders(case)
+    # Placeholders: an empty call reads no input. Never filled: torch fills no packed 4-bit float on the CPU.
+    inputs = {
+        name: spec["value"]
+        if spec["source"] == "scalar"
+        else torch.empty(spec["shape"] or [], dtype=DTYPES[spec["dtype"]])
+        for name, spec in case["inputs"].items()
+    }
     medians = {calls: _empty_medians(link, case, [inputs] * calls) for calls in dict.fromkeys((1, size))}
     one, most = medians[1], medians[size]
     if size == 1:
@@ -361,22 +365,6 @@ def calibrate(link: ServedLink, case: Mapping[str, Any], size: int, *, probe: bo
         cpu, wall = (one[0] - cpu_per_call, cpu_per_call), (one[1] - wall_per_call, wall_per_call)
     probed = statistics.median(link.probe() for _ in range(CALIBRATION_REQUESTS)) if probe else 0.0
     return EmptyCost(calls=size, cpu=cpu, wall=wall, probe_ns=probed)
-
-
-def fastest_empty_wall_ns(link: ServedLink, case: Mapping[str, Any], calls: int) -> float:
-    """The wall time of the fastest of a few requests of `calls` empty calls, made now."""
-    inputs = _placeholders(case)
-    return float(min(link.block(case, [inputs] * calls, empty=True).wall_ns for _ in range(RECHECK_REQUESTS)))
-
-
-def _placeholders(case: Mapping[str, Any]) -> dict[str, Any]:
-    # An empty call reads no input. Never filled: torch fills no packed 4-bit float on the CPU.
-    return {
-        name: spec["value"]
-        if spec["source"] == "scalar"
-        else torch.empty(spec["shape"] or [], dtype=DTYPES[spec["dtype"]])
-        for name, spec in case["inputs"].items()
-    }
 
 
 def _empty_medians(

@@ -71,8 +71,18 @@ def speedup_interval(ratios: Sequence[float]) -> tuple[float, float, float]:
     return statistics.median(ordered), low, high
 
 
-def ratio_speedup(ratios: Sequence[float]) -> Speedup:
+def ratio_speedup(ratios: Sequence[float], bounds: Sequence[Sequence[float]] | None = None) -> Speedup:
+    """The median of the pairs' ratios and its interval. With `bounds` (each pair's ratio at the ends of what the
+    harness's own cost of its requests may have been: harness.case `WALL_OWN_UNCERTAINTY`), the interval's low
+    end is read from the pairs' low bounds and its high end from their high bounds, so it covers that too."""
     median, low, high = speedup_interval(ratios)
+    if bounds is not None:
+        if len(bounds) != len(ratios) or any(
+            not lo <= ratio <= hi for (lo, hi), ratio in zip(bounds, ratios, strict=True)
+        ):
+            raise ValueError("each pair's bounds must hold its ratio")
+        low = median_interval(sorted(lo for lo, _ in bounds))[0]
+        high = median_interval(sorted(hi for _, hi in bounds))[1]
     return Speedup(median=median, ci95=(low, high))
 
 

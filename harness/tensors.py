@@ -42,6 +42,11 @@ DTYPES: dict[str, torch.dtype] = {
     "uint8": torch.uint8,
     "bool": torch.bool,
 }
+# Dtypes torch stores on the CPU but computes with only on CUDA: no CPU kernel converts, fills or multiplies
+# packed four-bit floats (torch 2.13: `"copy_kernel" not implemented for 'Float4_e2m1fn_x2'`; `_scaled_mm` with
+# their block scales, "Invalid scaling configuration"). A reference that fails on the CPU with such an input
+# (SOL-ExecBench's nvfp4 problems) needs a CUDA device, not a fix.
+CUDA_ONLY_DTYPES = frozenset({"float4_e2m1fn_x2"})
 # The safetensors header's dtype names.
 _SAFETENSORS_DTYPES: dict[str, torch.dtype] = {
     "F64": torch.float64,

@@ -1,9 +1,8 @@
 """The L2 flush the served processes do before each call on a GPU.
 
 A buffer twice the size of the L2 cache, written before every call, so that no
-call finds its data left in L2 by the one before. The judge checks that it was
-done by its cost: a request faster than an empty one, whose calls flush too,
-skipped it (harness.case).
+call finds its data left in L2 by the one before. It is written in the kernel's
+process, which a hostile solution can reach (harness/README.md, "Known limits").
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
     .venv/bin/python bench/verdicts/run.py                       # quiet host, 5 reruns per kernel
     .venv/bin/python bench/verdicts/run.py --busy 2              # beside two busy loops
     .venv/bin/python bench/verdicts/run.py --reruns 3 --kernels rmsnorm-vectorised softmax-fused
+    .venv/bin/python bench/verdicts/run.py --device cuda          # claims measured there (the demo's are the CPU's)
 
 For each honest demo kernel (demo/build.py: every solution with measured figures whose outputs are right), the
 claim its submitter would make, the speedup over the reference its figures give, is held against reruns made

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from tests.harness.conftest import (
+    ADD_DEFINITION,
     CORRECT_ADD,
     Problem,
     assert_next_evaluation_works,
@@ -90,6 +91,30 @@ def test_a_reference_that_asks_for_cuda_on_a_host_without_it_names_what_is_missi
 
     assert result.status == "HARNESS_ERROR", result.reason
     assert "the reference needs a CUDA device, which this host has not" in (result.cases[0].reason or "")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a host with CUDA runs this reference")
+def test_a_reference_computing_with_packed_four_bit_floats_on_the_cpu_names_the_missing_device(
+    tmp_path: Path,
+) -> None:
+    # SOL-ExecBench's nvfp4 problems (problems/203): torch has no CPU kernel for their arithmetic, so their
+    # references fail on the CPU; the definition is not wrong, this host cannot run it.
+    definition = {
+        **ADD_DEFINITION,
+        "name": "fp4_widen",
+        "axes": {"n": {"type": "var"}, "width": {"type": "const", "value": 8}},
+        "inputs": {"x": {"shape": ["n", "width"], "dtype": "float4_e2m1fn_x2"}},
+        "outputs": {"wide": {"shape": ["n", "width"], "dtype": "float32"}},
+    }
+    cases = [{"uuid": "fp4", "axes": {"n": 4}, "inputs": {"x": {"type": "random"}}}]
+    problem = write_problem(tmp_path / "problem", definition, cases, reference="def run(x):\n    return x.float()\n")
+    solution = write_solution(tmp_path / "s", "def run(x, out):\n    out.copy_(x.float())\n", definition="fp4_widen")
+
+    result = run_harness(problem, solution)
+
+    assert result.status == "HARNESS_ERROR", result.reason
+    reason = result.cases[0].reason or ""
+    assert "the reference, computing with x (float4_e2m1fn_x2) on the CPU, needs a CUDA device" in reason, reason
 
 
 def test_a_reference_that_does_not_load_is_an_invalid_reference(tmp_path: Path) -> None:

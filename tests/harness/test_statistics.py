@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from harness.case import WALL_OWN_UNCERTAINTY, ratio_bounds
 from harness.stats import latency_of, median_interval, ratio_speedup, settled, suite_latency, suite_speedup
 
 
@@ -60,3 +61,31 @@ def test_the_suite_speedup_is_the_geometric_mean_of_each_bound() -> None:
     assert suite.median == pytest.approx(4.0)
     assert suite.ci95 == pytest.approx((4.0, 4.0))
     assert suite_speedup([]) is None
+
+
+def test_a_pair_timed_mostly_in_the_harnesss_own_cost_is_bounded_widely_either_way() -> None:
+    # As on an H200 host: requests of a few microseconds of GPU work each, milliseconds of round trip, freeze
+    # and copies, timed on the judge's wall clock (ns: measured, then the calibrated empty cost).
+    low, high = ratio_bounds((1_100_000, 1_000_000), (1_200_000, 1_000_000), WALL_OWN_UNCERTAINTY)
+    assert low < 0.2 and high > 5
+
+    # Work twenty times the harness's cost: the bounds stay within a few per cent of the ratio, 2.
+    low, high = ratio_bounds((21_000_000, 1_000_000), (41_000_000, 1_000_000), WALL_OWN_UNCERTAINTY)
+    assert 1.9 < low < 2.0 < high < 2.1
+
+    # A cgroup's CPU time (no slack): the ratio itself.
+    assert ratio_bounds((21_000_000, 1_000_000), (41_000_000, 1_000_000), 0.0) == (2.0, 2.0)
+
+
+def test_a_speedup_with_bounds_takes_its_interval_from_them() -> None:
+    ratios = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99]
+    bounds = [[ratio / 10, ratio * 10] for ratio in ratios]
+
+    speedup = ratio_speedup(ratios, bounds)
+
+    assert speedup.median == ratio_speedup(ratios).median == 1.0
+    assert speedup.ci95 == (pytest.approx(0.098), pytest.approx(10.2))
+    with pytest.raises(ValueError, match="must hold its ratio"):
+        ratio_speedup(ratios, [[1.5, 2.0]] * len(ratios))
+    with pytest.raises(ValueError, match="must hold its ratio"):
+        ratio_speedup(ratios, bounds[:-1])
