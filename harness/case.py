@@ -311,7 +311,9 @@ class CaseJudge:
     def _measured(self, block: Block) -> float:
         """The judge's measure of a request: the group's CPU time on the CPU, its own wall clock on CUDA (where
         the work is the GPU's) or where there is no group to measure."""
-        return float(block.wall_ns if self._on_wall_clock(block) else block.cpu_ns)
+        if self.cuda or block.cpu_ns is None:
+            return float(block.wall_ns)
+        return float(block.cpu_ns)
 
     def _on_wall_clock(self, block: Block) -> bool:
         return self.cuda or block.cpu_ns is None
