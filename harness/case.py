@@ -123,6 +123,9 @@ class CaseJudge:
         self.case = case
         self.device = job["device"]
         self.cuda = self.device.startswith("cuda")
+        # The judge's wall clock decides the figures on CUDA (the work is the GPU's) and where the kernel's process
+        # has no cgroup to measure; elsewhere its group's CPU time does.
+        self.wall_clock = self.cuda or kernel.cpu_meter is None
         self.reference_run = reference_run
         self.entrypoint = entrypoint
         self.kernel = kernel
@@ -287,7 +290,7 @@ class CaseJudge:
         own = self._own_cost("kernel", count)
         kernel_ns = self._net(kernel, "kernel", count) / count
         reference_ns = self._net(reference, "reference", count) / count
-        slack = WALL_OWN_UNCERTAINTY if self._on_wall_clock(kernel) else 0.0
+        slack = WALL_OWN_UNCERTAINTY if self.wall_clock else 0.0
         sides = ((self._measured(kernel), own), (self._measured(reference), self._own_cost("reference", count)))
         low, high = ratio_bounds(*sides, slack)
         ratio = reference_ns / kernel_ns
@@ -309,18 +312,14 @@ class CaseJudge:
         return None if kernel is None or reference is None else float(kernel + reference)
 
     def _measured(self, block: Block) -> float:
-        """The judge's measure of a request: the group's CPU time on the CPU, its own wall clock on CUDA (where
-        the work is the GPU's) or where there is no group to measure."""
-        if self.cuda or block.cpu_ns is None:
+        """The judge's measure of a request (`wall_clock`: which of its two)."""
+        if self.wall_clock or block.cpu_ns is None:
             return float(block.wall_ns)
         return float(block.cpu_ns)
 
-    def _on_wall_clock(self, block: Block) -> bool:
-        return self.cuda or block.cpu_ns is None
-
     def _own_cost(self, side: str, calls: int) -> float:
         empty = self.overheads[side]
-        return empty.wall_ns(calls) if self.cuda or self.kernel.cpu_meter is None else empty.cpu_ns(calls)
+        return empty.wall_ns(calls) if self.wall_clock else empty.cpu_ns(calls)
 
     def _net(self, block: Block, side: str, calls: int) -> float:
         """A request's figure: the judge's measure less the calibrated cost of an empty request of as many calls,
@@ -371,7 +370,7 @@ class CaseJudge:
     def _check_reported(self, pairs: Sequence[Pair]) -> None:
         """The kernel's own times decide nothing, but its split must not disagree with the judge's measure: on
         the CPU, reported times that leave far more CPU time unexplained than they cover are a lie."""
-        if self.cuda or self.kernel.cpu_meter is None:
+        if self.wall_clock:
             return
         cpus = max(int(self.job.get("cpus") or 1), 1)
         reported = cpus * sum(pair.reported_ns for pair in pairs)
