@@ -152,12 +152,12 @@ class CaseJudge:
         # The case's own seed goes into a round drawn at random, so that a kernel cannot tell the reproducible
         # round from the others (and answer wrong only where nobody would check it again).
         own_round = -1 if self.job.get("fresh_inputs") else _secret.randrange(self.rounds)
-        for index in range(self.rounds):
-            own = index == own_round
-            seed = self.case["seed"] if own else _secret.getrandbits(63)
+        seeds = [self.case["seed"] if index == own_round else _secret.getrandbits(63) for index in range(self.rounds)]
+        upcoming = _Drawn(self._inputs, seeds[0])
+        for index, seed in enumerate(seeds):
             where = f"round {index + 1} of {self.rounds}"
-            where += f" (the case's own seed, {seed}): " if own else " (fresh inputs): "
-            self._checked_call(seed, where)
+            where += f" (the case's own seed, {seed}): " if index == own_round else " (fresh inputs): "
+            upcoming = self._checked_round(upcoming.inputs(), seeds[index + 1 : index + 2], where)
 
     def _inputs(self, seed: int) -> dict[str, Any]:
         try:
@@ -208,13 +208,28 @@ class CaseJudge:
             + failure_text(error),
         )
 
-    def _checked_call(self, seed: int, where: str) -> None:
-        inputs = self._inputs(seed)
-        expected = self._expected(inputs)
+    def _checked_round(self, inputs: dict[str, Any], following: list[int], where: str) -> _Drawn:
+        """One correctness round on `inputs`; returns the next round's inputs, drawn from `following`'s seed.
+
+        Nothing of a round is timed, so on the CPU the judge works while the kernel's process computes: it runs
+        the reference on the same inputs and draws the next round's, and a round takes about the longer of the
+        two instead of their sum (the kernel's process, in a sandbox of its own, sees nothing of it)."""
+        found: dict[str, Any] = {}
+
+        def meanwhile() -> None:
+            found["expected"] = self._expected(inputs)
+            # A failure to draw the next round's inputs is the next round's: this round is checked first.
+            found["next"] = _Drawn(self._inputs, *following)
+
+        if self.cuda:
+            # One GPU for both: the reference's memory beside the kernel's could fail a kernel that fits alone.
+            meanwhile()
         # Every round at the same addresses with new values: a kernel that keys anything on an address (a cache,
         # an output it filled once) answers a checked round with a stale result.
-        (call,) = self.kernel.block(self.case, [inputs], slot=0).calls
-        self._check(call, expected, where)
+        (call,) = self.kernel.block(self.case, [inputs], slot=0, meanwhile=None if self.cuda else meanwhile).calls
+        self._check(call, found["expected"], where)
+        upcoming: _Drawn = found["next"]
+        return upcoming
 
     def _check(self, call: Call, expected: list[Any], where: str) -> None:
         if call.changed_input:
@@ -394,6 +409,26 @@ class CaseJudge:
             max_abs, max_rel = self.worst
         result["max_abs_error"], result["max_rel_error"] = max_abs, max_rel
         return result
+
+
+class _Drawn:
+    """A round's inputs drawn ahead of the round, or the failure to draw them, raised when the round asks."""
+
+    def __init__(self, draw: Callable[[int], dict[str, Any]], seed: int | None = None) -> None:
+        self.drawn: dict[str, Any] | None = None
+        self.failure: _CaseFailed | None = None
+        if seed is None:
+            return
+        try:
+            self.drawn = draw(seed)
+        except _CaseFailed as failure:
+            self.failure = failure
+
+    def inputs(self) -> dict[str, Any]:
+        if self.failure is not None:
+            raise self.failure
+        assert self.drawn is not None, "no round follows"
+        return self.drawn
 
 
 class _CaseFailed(Exception):  # noqa: N818 (a verdict, not an error)

@@ -14,6 +14,7 @@ near zero do not dominate it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -133,8 +134,56 @@ def _compare_one(
         return Verdict("INCORRECT_DTYPE", f"output {name!r}: dtype {value.dtype}, expected {reference.dtype}")
     exact = _has_no_rounding(reference.dtype) and rule.integers == "exact"
     limits = _limits(tolerance, rule, definition_name, exact)
+    if reference.device.type == "cpu" and reference.numel() > SCAN_CHUNK and reference.dtype != torch.float4_e2m1fn_x2:
+        passed = _scanned_pass(value.to(reference.device), reference, limits, rule, exact)
+        if passed is not None:
+            return passed
     got, want = _widened(value.to(reference.device), exact), _widened(reference, exact)
     return _compare_values(name, got, want, limits, rule)
+
+
+# A large output is first scanned in chunks of this many elements: each chunk's dozen passes stay in the CPU's
+# cache instead of streaming the whole output through memory a dozen times (104 M bfloat16 values against the
+# reference's: 1.9 s whole, 0.7 s in chunks, on two cores). The scan only passes an output; every other verdict,
+# and its description, comes from the whole-tensor check (`_compare_values`), whose figures the scan's equal
+# element for element.
+SCAN_CHUNK = 1 << 18
+
+
+def _scanned_pass(
+    got: torch.Tensor, want: torch.Tensor, limits: _Limits, rule: CorrectnessRule, exact: bool
+) -> Verdict | None:
+    """PASSED, with the largest errors, where both sides are finite, the output is not all zeros against a
+    non-zero reference, enough elements are within the tolerance and none is past the case's cap; else None."""
+    flat_got, flat_want = got.reshape(-1), want.reshape(-1)
+    max_abs, max_rel, outside, got_nonzero, want_nonzero = 0.0, 0.0, 0, False, False
+    for start in range(0, flat_want.numel(), SCAN_CHUNK):
+        chunk_got = _widened(flat_got[start : start + SCAN_CHUNK], exact)
+        chunk_want = _widened(flat_want[start : start + SCAN_CHUNK], exact)
+        got_extremes, want_extremes = _extremes(chunk_got), _extremes(chunk_want)
+        if not all(math.isfinite(value) for value in (*got_extremes, *want_extremes)):
+            return None
+        got_nonzero = got_nonzero or got_extremes != (0.0, 0.0)
+        want_nonzero = want_nonzero or want_extremes != (0.0, 0.0)
+        difference = (chunk_got - chunk_want).abs_()
+        magnitude = chunk_want.abs()
+        outside += difference.numel() - int(torch.count_nonzero(_within(difference, magnitude, limits, rule)).item())
+        max_abs = max(max_abs, float(difference.max().item()))
+        floor = max(limits.atol, torch.finfo(difference.dtype).tiny)
+        max_rel = max(max_rel, float(difference.div_(magnitude.clamp_min_(floor)).max().item()))
+    counted = flat_want.numel()
+    if rule.all_zero_guard and want_nonzero and not got_nonzero:
+        return None
+    if (counted - outside) / counted < limits.match_ratio:
+        return None
+    if limits.error_cap is not None and max_abs > limits.error_cap:
+        return None
+    return Verdict("PASSED", None, max_abs, max_rel)
+
+
+def _extremes(values: torch.Tensor) -> tuple[float, float]:
+    low, high = torch.aminmax(values)
+    return float(low.item()), float(high.item())
 
 
 def _has_no_rounding(dtype: torch.dtype) -> bool:

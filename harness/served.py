@@ -20,7 +20,7 @@ import contextlib
 import mmap
 import statistics
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,9 +167,14 @@ class ServedLink:
         *,
         empty: bool = False,
         slot: int | None = None,
+        meanwhile: Callable[[], None] | None = None,
     ) -> Block:
         """Write each call's inputs into the next slots (or into `slot`, for a single call), reset their outputs,
-        run them, and read back what was left."""
+        run them, and read back what was left.
+
+        `meanwhile` is the judge's own work, done while the calls run: the request's wall time then measures
+        nothing, so only requests whose figures are not used (correctness rounds) take it. What it raises is
+        raised once the reply is in and the group frozen again, before the calls' results are read."""
         if len(input_sets) >= self.slots(case) or (slot is not None and len(input_sets) != 1):
             raise ValueError("a block of more calls than the exchange has slots for, less one")
         requests, prepared = [], []
@@ -184,11 +189,20 @@ class ServedLink:
         thawed_before = time.perf_counter_ns()
         self.thaw()
         wall_before = time.perf_counter_ns()
-        reply = self._request({"op": "calls", "calls": requests, "empty": empty})
+        failed: list[Exception] = []
+        try:
+            reply = self._request({"op": "calls", "calls": requests, "empty": empty}, _guarded(meanwhile, failed))
+        except KernelFault:
+            # The judge's own failure came first; a request after it finds the process gone.
+            if failed:
+                raise failed[0] from None
+            raise
         wall = time.perf_counter_ns() - wall_before
         self.freeze()
         thawed = time.perf_counter_ns() - thawed_before
         cpu_after = self.cpu_ns()
+        if failed:
+            raise failed[0]
         results = reply.get("results")
         if not isinstance(results, list) or not 0 < len(results) <= len(requests):
             raise KernelFault("REWARD_HACK", "the kernel's process replied to its calls with something else")
@@ -251,10 +265,13 @@ class ServedLink:
             call.mismatch = _returned_mismatch(result, case, output_places)
         return call
 
-    def _request(self, message: dict[str, Any]) -> dict[str, Any]:
+    def _request(self, message: dict[str, Any], meanwhile: Callable[[], None] | None = None) -> dict[str, Any]:
+        """The reply to `message`; `meanwhile` is run between sending it and waiting for the reply."""
         self.sequence += 1
         try:
             self.channel.send({"seq": self.sequence, **message})
+            if meanwhile is not None:
+                meanwhile()
             reply = self.channel.receive()
         except ChannelError as error:
             if "closed" in str(error):
@@ -270,6 +287,20 @@ class ServedLink:
         if count == 0:
             return torch.empty(place.shape, dtype=dtype)
         return torch.frombuffer(self.exchange, dtype=dtype, count=count, offset=place.offset).view(place.shape)
+
+
+def _guarded(work: Callable[[], None] | None, failed: list[Exception]) -> Callable[[], None] | None:
+    """`work`, keeping what it raises in `failed` instead of raising it while a request is in flight."""
+    if work is None:
+        return None
+
+    def run() -> None:
+        try:
+            work()
+        except Exception as error:
+            failed.append(error)
+
+    return run
 
 
 def _fault_from(error: Any) -> KernelFault:

@@ -16,11 +16,14 @@ How a random input is drawn is the protocol's `input_rule`:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
+import os
 import struct
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,7 +141,7 @@ def random_value(shape: list[int] | None, dtype: torch.dtype, generator: torch.G
         return torch.randint(0, 256, shape, generator=generator, dtype=torch.uint8).view(dtype)
     if not dtype.is_floating_point:
         return torch.randint(0, _RANDOM_INT_HIGH, shape, generator=generator, dtype=dtype)
-    return torch.randn(shape, generator=generator, dtype=torch.float32).to(dtype)
+    return _randn(shape, generator).to(dtype)
 
 
 # Both sources' integer ranges, [low, high): SOL-ExecBench core/bench/io.py and
@@ -173,8 +176,32 @@ def _source_random(shape: list[int], dtype: torch.dtype, generator: torch.Genera
     return _randn(shape, generator).to(dtype)
 
 
+# A large draw of normal values is split into chunks of this many, each from a generator of its own seeded from
+# the draw's, and the chunks are drawn on all the CPUs this process may use (torch draws from one generator on one
+# CPU: about 100 M values a second here, the judge's largest cost on large cases). The chunk size is fixed, so the
+# values depend on the seed alone, not on the host's CPUs.
+NORMAL_CHUNK = 1 << 22
+
+
 def _randn(shape: list[int], generator: torch.Generator) -> torch.Tensor:
-    return torch.randn(shape, generator=generator, dtype=torch.float32)
+    count = math.prod(shape)
+    if count <= NORMAL_CHUNK:
+        return torch.randn(shape, generator=generator, dtype=torch.float32)
+    values = torch.empty(count, dtype=torch.float32)
+    chunks = -(-count // NORMAL_CHUNK)
+    seeds = torch.randint(0, 2**62, (chunks,), generator=generator, dtype=torch.int64).tolist()
+
+    def draw(index: int) -> None:
+        chunk = values[index * NORMAL_CHUNK : (index + 1) * NORMAL_CHUNK]
+        chunk.normal_(generator=torch.Generator().manual_seed(seeds[index]))
+
+    list(_drawers().map(draw, range(chunks)))
+    return values.view(shape)
+
+
+@functools.cache
+def _drawers() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0)), thread_name_prefix="draw")
 
 
 # --- 4-bit floats (e2m1), two to a byte, the first in the low nibble ---------------------------

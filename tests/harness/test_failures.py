@@ -81,6 +81,17 @@ def test_a_reference_that_raises_is_an_invalid_reference(tmp_path: Path) -> None
     assert "it recurs with the reference as the solution" in (result.reason or "")
 
 
+def test_a_reference_failing_on_one_case_leaves_the_next_case_judged(tmp_path: Path) -> None:
+    # On the CPU the judge runs the reference while the kernel's process computes the same round: the reference's
+    # failure must wait for that call's reply, or the next case would read it as the reply to its own call.
+    reference = "def run(x, y):\n    if x.shape[0] == 3:\n        raise RuntimeError('broken')\n    return x + y\n"
+    problem = write_problem(tmp_path / "problem", reference=reference)
+    result = run_harness(problem, write_solution(tmp_path / "s", CORRECT_ADD))
+
+    assert [case.status for case in result.cases] == ["INVALID_REFERENCE", "PASSED"], result.reason
+    assert "RuntimeError: broken" in (result.cases[0].reason or "")
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a host with CUDA runs this reference")
 def test_a_reference_that_asks_for_cuda_on_a_host_without_it_names_what_is_missing(tmp_path: Path) -> None:
     # As some of SOL-ExecBench's published references do (torch.arange(..., device='cuda')): neither the

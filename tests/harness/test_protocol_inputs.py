@@ -9,15 +9,17 @@ the definition's smallest case.
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 import torch
 
 from harness.formats import Solution, load_definition, load_workload
 from harness.job import Inputs, build_job
-from harness.tensors import FLOAT4_VALUES, build_inputs, unpack_float4
+from harness.tensors import FLOAT4_VALUES, NORMAL_CHUNK, build_inputs, unpack_float4
 from tests.conftest import SAMPLE_DATA
 
 PROBLEMS = Path(__file__).resolve().parent / "data" / "sol-execbench"
@@ -116,6 +118,24 @@ def test_a_seed_given_replaces_the_cases_own() -> None:
 
     assert torch.equal(own["x"], same["x"])
     assert not torch.equal(own["x"], fresh["x"])
+
+
+@pytest.mark.parametrize("rule", ["kernelindex", "sol-execbench"])
+def test_a_large_draw_in_chunks_is_fresh_in_every_chunk_and_the_same_on_any_number_of_cpus(rule: str) -> None:
+    # Drawn on every CPU at once, a chunk at a time: each chunk from a generator of its own. Chunks that repeat
+    # would let a kernel compute one and copy it; values that depend on the CPUs would make the case's own seed
+    # give other inputs on another host.
+    rows = 2 * NORMAL_CHUNK // 1024 + 3
+    case = random_case(("x", [rows, 1024], "float32"))
+    drawn = build_inputs(case, "cpu", None, rule=rule)["x"].reshape(-1)
+    with ThreadPoolExecutor(max_workers=1) as one_cpu, patch("harness.tensors._drawers", return_value=one_cpu):
+        on_one_cpu = build_inputs(case, "cpu", None, rule=rule)["x"].reshape(-1)
+
+    assert torch.equal(drawn, on_one_cpu)
+    first, second, last = (drawn[i * NORMAL_CHUNK : (i + 1) * NORMAL_CHUNK] for i in (0, 1, 2))
+    assert not torch.equal(first[:1000], second[:1000]) and not torch.equal(first[:1000], last[:1000])
+    assert float(drawn.std()) == pytest.approx(1.0, abs=0.01) and abs(float(drawn.mean())) < 0.01
+    assert not torch.equal(drawn, build_inputs(case, "cpu", None, rule=rule, seed=7)["x"].reshape(-1))
 
 
 @pytest.mark.parametrize("rule", ["sol-execbench", "flashinfer-bench"])

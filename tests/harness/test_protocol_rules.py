@@ -19,10 +19,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 import torch
 
+from harness import checking
 from harness.checking import compare, reference_problem
 from harness.protocols import PROTOCOL_NAMES, PROTOCOLS, protocol_named
 
@@ -39,12 +41,19 @@ NO_TOLERANCE: dict[str, Any] = {
 def judge(
     protocol: str, output: torch.Tensor, reference: torch.Tensor, tolerance: dict[str, Any] = NO_TOLERANCE
 ) -> str:
-    """The verdict the judge reaches: the reference checked first, then the solution's output."""
+    """The verdict the judge reaches: the reference checked first, then the solution's output.
+
+    Checked twice: whole, and as an output above `SCAN_CHUNK` elements is, scanned in chunks (of 64 here) before
+    anything else is decided; both must reach the same verdict, with the same figures and reason."""
     rule = protocol_named(protocol).correctness
     specs = {"out": {"shape": list(reference.shape), "dtype": str(reference.dtype).removeprefix("torch.")}}
     if reference_problem([reference], specs, bool(tolerance["allow_negative_inf"]), rule=rule) is not None:
         return BAD_REFERENCE
-    return compare([output], [reference], specs, tolerance, rule=rule).status
+    whole = compare([output], [reference], specs, tolerance, rule=rule)
+    with patch.object(checking, "SCAN_CHUNK", 64):
+        scanned = compare([output], [reference], specs, tolerance, rule=rule)
+    assert scanned == whole
+    return whole.status
 
 
 def randn(*shape: int) -> torch.Tensor:
