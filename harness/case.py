@@ -11,7 +11,8 @@ looks the same from the served side.
   seed (so a failure there is reproducible; the kernel cannot tell which round
   it is, so a failure on either is its own), every output checked, all at the
   same addresses: whatever a kernel keys on an address is stale by the second
-  round.
+  round. Nothing of a round is timed: on the CPU the judge runs the reference
+  and draws the next round's inputs while the kernel's process computes.
 - Timing: pairs of requests, one to each side on the same fresh inputs, in an
   order drawn per pair, until the speedup's 95 % interval is within the
   precision asked for or the case's time budget ends (`_timed`). The figure of
@@ -360,7 +361,7 @@ class CaseJudge:
         if self.cuda:
             self._wait_for_idle_gpu()
         try:
-            return self.reference.block(self.case, input_sets)
+            return self.reference.block(self.case, input_sets, figures_only=True)
         except KernelFault as fault:
             raise _CaseFailed("INVALID_REFERENCE", f"timing the reference: {fault.reason}") from None
 

@@ -168,13 +168,17 @@ class ServedLink:
         empty: bool = False,
         slot: int | None = None,
         meanwhile: Callable[[], None] | None = None,
+        figures_only: bool = False,
     ) -> Block:
         """Write each call's inputs into the next slots (or into `slot`, for a single call), reset their outputs,
         run them, and read back what was left.
 
         `meanwhile` is the judge's own work, done while the calls run: the request's wall time then measures
         nothing, so only requests whose figures are not used (correctness rounds) take it. What it raises is
-        raised once the reply is in and the group frozen again, before the calls' results are read."""
+        raised once the reply is in and the group frozen again, before the calls' results are read.
+
+        `figures_only`: the calls' outputs are not wanted (the reference's timed requests): each reply is checked
+        for an error, and nothing is copied out of the exchange or compared with the inputs."""
         if len(input_sets) >= self.slots(case) or (slot is not None and len(input_sets) != 1):
             raise ValueError("a block of more calls than the exchange has slots for, less one")
         requests, prepared = [], []
@@ -208,7 +212,10 @@ class ServedLink:
             raise KernelFault("REWARD_HACK", "the kernel's process replied to its calls with something else")
         if len(results) < len(requests):
             raise KernelFault("REWARD_HACK", "the kernel's process answered fewer calls than it was given")
-        read = [] if empty else zip(results, prepared, strict=True)
+        if figures_only:
+            for result in results:
+                _reported_ns(result)
+        read = [] if empty or figures_only else zip(results, prepared, strict=True)
         calls = [self._read(case, result, *setup) for result, setup in read]
         cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
         return Block(calls=calls, cpu_ns=cpu, wall_ns=wall, thawed_ns=thawed)
@@ -246,18 +253,10 @@ class ServedLink:
         # Copied out at once: what the kernel writes into the exchange later changes nothing.
         found = [self._view(place).clone() for place in output_places]
         views = {name: self._view(place) for name, place in input_places.items()}
-        if not isinstance(result, dict):
-            raise KernelFault("REWARD_HACK", "the kernel's process replied to a call with something else")
-        if result.get("error") is not None:
-            raise _fault_from(result["error"])
-        reported = result.get("ns")
-        if not isinstance(reported, (int, float)) or isinstance(reported, bool) or not 0 <= reported < 1e15:
-            raise KernelFault(
-                "REWARD_HACK", f"the kernel's process reported a time that is not one: {str(reported)[:80]}"
-            )
+        reported = _reported_ns(result)
         call = Call(
             inputs=dict(inputs),
-            reported_ns=float(reported),
+            reported_ns=reported,
             outputs=found,
             changed_input=changed_input(originals, views),
         )
@@ -287,6 +286,18 @@ class ServedLink:
         if count == 0:
             return torch.empty(place.shape, dtype=dtype)
         return torch.frombuffer(self.exchange, dtype=dtype, count=count, offset=place.offset).view(place.shape)
+
+
+def _reported_ns(result: Any) -> float:
+    """The time a call's reply reports; a reply that is no call's, or the call's error, as a fault."""
+    if not isinstance(result, dict):
+        raise KernelFault("REWARD_HACK", "the kernel's process replied to a call with something else")
+    if result.get("error") is not None:
+        raise _fault_from(result["error"])
+    reported = result.get("ns")
+    if not isinstance(reported, (int, float)) or isinstance(reported, bool) or not 0 <= reported < 1e15:
+        raise KernelFault("REWARD_HACK", f"the kernel's process reported a time that is not one: {str(reported)[:80]}")
+    return float(reported)
 
 
 def _guarded(work: Callable[[], None] | None, failed: list[Exception]) -> Callable[[], None] | None:
