@@ -90,10 +90,22 @@ def evaluate(
     )
     result = _evaluate(inputs, limits, sandbox, protocol, setup, data_root)
     if result.status in EVALUATION_FAULTS | LIMIT_STATUSES:
+        control_limits = _control_limits(result, limits)
         started = time.monotonic()
-        control = _evaluate(_reference_as_solution(inputs, protocol), limits, sandbox, protocol, setup, data_root)
-        result = _attributed(result, control, (time.monotonic() - started) / timeout)
+        control = _evaluate(
+            _reference_as_solution(inputs, protocol), control_limits, sandbox, protocol, setup, data_root
+        )
+        result = _attributed(result, control, (time.monotonic() - started) / timeout, control_limits.timeout)
     return result
+
+
+def _control_limits(result: EvaluationResult, limits: Limits) -> Limits:
+    """The limits of the control evaluation: the same, except after a timeout, where a control that has not
+    passed within `CONTROL_SHARE` of the time cannot make the timeout the kernel's; it stops there, so that a
+    definition this host cannot judge is reported as such that much sooner."""
+    if result.status != "TIMEOUT":
+        return limits
+    return replace(limits, timeout=CONTROL_SHARE * limits.timeout)
 
 
 def _evaluate(
@@ -135,12 +147,14 @@ def _reference_as_solution(inputs: Inputs, protocol: str) -> Inputs:
     return replace(inputs, solution=solution)
 
 
-def _attributed(result: EvaluationResult, control: EvaluationResult, control_share: float) -> EvaluationResult:
+def _attributed(
+    result: EvaluationResult, control: EvaluationResult, control_share: float, control_timeout: float
+) -> EvaluationResult:
     """An evaluation fault is the kernel's when it does not recur with the reference as the solution. A breached
     limit is the kernel's only where the control passed within it (a timeout: well within, `CONTROL_SHARE`);
     otherwise it is the host's (it cannot judge the definition within its limits), never the kernel's."""
     if result.status in LIMIT_STATUSES:
-        return _limit_attributed(result, control, control_share)
+        return _limit_attributed(result, control, control_share, control_timeout)
     if control.status == "PASSED":
         reason = (
             f"the evaluation failed ({result.status}) only with this solution; with the reference as the solution "
@@ -151,10 +165,18 @@ def _attributed(result: EvaluationResult, control: EvaluationResult, control_sha
     return result.model_copy(update={"reason": reason})
 
 
-def _limit_attributed(result: EvaluationResult, control: EvaluationResult, control_share: float) -> EvaluationResult:
+def _limit_attributed(
+    result: EvaluationResult, control: EvaluationResult, control_share: float, control_timeout: float
+) -> EvaluationResult:
     if control.status == "PASSED" and (result.status != "TIMEOUT" or control_share <= CONTROL_SHARE):
         return result
-    if control.status == result.status:
+    if control.status == result.status == "TIMEOUT":
+        judged = sum(case.status == "PASSED" for case in control.cases)
+        control_said = (
+            f"and the reference as the solution did not finish within {CONTROL_SHARE:.0%} of it "
+            f"({control_timeout:g} s; it passed {judged} of {len(control.cases)} cases in that time)"
+        )
+    elif control.status == result.status:
         control_said = "and so did the reference as the solution"
     elif control.status == "PASSED":
         control_said = f"and the reference as the solution took {control_share:.0%} of it"

@@ -158,7 +158,8 @@ class CaseJudge:
         for index, seed in enumerate(seeds):
             where = f"round {index + 1} of {self.rounds}"
             where += f" (the case's own seed, {seed}): " if index == own_round else " (fresh inputs): "
-            upcoming = self._checked_round(upcoming.inputs(), seeds[index + 1 : index + 2], where)
+            following = seeds[index + 1] if index + 1 < len(seeds) else None
+            upcoming = self._checked_round(upcoming.inputs(), following, where)
 
     def _inputs(self, seed: int) -> dict[str, Any]:
         try:
@@ -209,8 +210,9 @@ class CaseJudge:
             + failure_text(error),
         )
 
-    def _checked_round(self, inputs: dict[str, Any], following: list[int], where: str) -> _Drawn:
-        """One correctness round on `inputs`; returns the next round's inputs, drawn from `following`'s seed.
+    def _checked_round(self, inputs: dict[str, Any], following: int | None, where: str) -> _Drawn:
+        """One correctness round on `inputs`; returns the next round's inputs, drawn from the seed `following`
+        (none after the last round).
 
         Nothing of a round is timed, so on the CPU the judge works while the kernel's process computes: it runs
         the reference on the same inputs and draws the next round's, and a round takes about the longer of the
@@ -220,7 +222,7 @@ class CaseJudge:
         def meanwhile() -> None:
             found["expected"] = self._expected(inputs)
             # A failure to draw the next round's inputs is the next round's: this round is checked first.
-            found["next"] = _Drawn(self._inputs, *following)
+            found["next"] = _Drawn(self._inputs, following)
 
         if self.cuda:
             # One GPU for both: the reference's memory beside the kernel's could fail a kernel that fits alone.
@@ -415,7 +417,7 @@ class CaseJudge:
 class _Drawn:
     """A round's inputs drawn ahead of the round, or the failure to draw them, raised when the round asks."""
 
-    def __init__(self, draw: Callable[[int], dict[str, Any]], seed: int | None = None) -> None:
+    def __init__(self, draw: Callable[[int], dict[str, Any]], seed: int | None) -> None:
         self.drawn: dict[str, Any] | None = None
         self.failure: _CaseFailed | None = None
         if seed is None:
