@@ -51,7 +51,7 @@ from harness.host import mark, other_share
 from harness.protocols import protocol_named
 from harness.served import Block, Call, EmptyCost, KernelFault, ServedLink
 from harness.stats import MAX_PAIRS, MIN_PAIRS, settled
-from harness.tensors import CUDA_ONLY_DTYPES, InputError, build_inputs, clone
+from harness.tensors import CUDA_ONLY_DTYPES, InputError, build_inputs, changed_inputs, clone
 
 # The share of timed calls whose outputs are checked, drawn after each request.
 CHECKED_SHARE = 0.25
@@ -137,6 +137,10 @@ class CaseJudge:
         self.input_rule = self.protocol.input_rule
         self.has_custom = any(spec["source"] == "custom" for spec in case["inputs"].values())
         self.worst = [0.0, 0.0]
+        # The inputs the reference itself writes into: the definition's in-out buffers (a KV cache it updates in
+        # place and returns as an output), which a solution may write into too. Every other input written into
+        # is a REWARD_HACK.
+        self.in_out: set[str] = set()
 
     def run(self) -> dict[str, Any]:
         try:
@@ -173,10 +177,9 @@ class CaseJudge:
             raise _CaseFailed(status, "the inputs could not be built: " + failure_text(error)) from None
 
     def _expected(self, inputs: Mapping[str, Any]) -> list[Any]:
+        copies = {name: clone(value) for name, value in inputs.items()}
         try:
-            expected = outputs_as_list(
-                self.reference_run(*[clone(v) for v in inputs.values()]), list(self.case["outputs"])
-            )
+            expected = outputs_as_list(self.reference_run(*copies.values()), list(self.case["outputs"]))
             _synchronize(self.device)
         except Exception as error:
             if needs_missing_cuda(error):
@@ -186,6 +189,7 @@ class CaseJudge:
             raise _CaseFailed(
                 failure_status(error, "INVALID_REFERENCE"), "the reference failed: " + failure_text(error)
             ) from None
+        self.in_out |= changed_inputs(inputs, copies).keys()
         tolerance = self.case["tolerance"]
         allow_negative_inf = bool(tolerance.get("allow_negative_inf"))
         problem = reference_problem(expected, self.case["outputs"], allow_negative_inf, rule=self.protocol.correctness)
@@ -234,9 +238,13 @@ class CaseJudge:
         upcoming: _Drawn = found["next"]
         return upcoming
 
+    def _check_inputs(self, call: Call, where: str) -> None:
+        written = [where_written for name, where_written in call.changed_inputs.items() if name not in self.in_out]
+        if written:
+            raise _CaseFailed("REWARD_HACK", f"{where}the solution wrote into its inputs: {written[0]}")
+
     def _check(self, call: Call, expected: list[Any], where: str) -> None:
-        if call.changed_input:
-            raise _CaseFailed("REWARD_HACK", f"{where}the solution wrote into its inputs: {call.changed_input}")
+        self._check_inputs(call, where)
         if call.mismatch:
             raise _CaseFailed(call.mismatch[0], where + call.mismatch[1])
         outputs = [o.to(self.device) for o in call.outputs]
@@ -352,10 +360,10 @@ class CaseJudge:
             # Drawn after the calls returned: the kernel's process cannot know which of its calls are checked.
             if _secret.random() < check_share:
                 self._check(call, self._expected(call.inputs), where)
-            elif call.changed_input:
-                raise _CaseFailed("REWARD_HACK", f"{where}the solution wrote into its inputs: {call.changed_input}")
-            elif call.mismatch:
-                raise _CaseFailed(call.mismatch[0], where + call.mismatch[1])
+            else:
+                self._check_inputs(call, where)
+                if call.mismatch:
+                    raise _CaseFailed(call.mismatch[0], where + call.mismatch[1])
         return block
 
     def _reference_block(self, input_sets: list[dict[str, Any]]) -> Block:

@@ -21,14 +21,14 @@ import mmap
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from harness.cgroups import FreezeError, Freezer, read_cpu_ns
 from harness.exchange import MAX_SLOTS, ChannelError, LineChannel, Placement, placements, slot_bytes
-from harness.tensors import DTYPES, changed_input
+from harness.tensors import DTYPES, changed_inputs
 
 # Calibration requests per case and side, before anything is loaded (the first, a cold start, is dropped).
 CALIBRATION_REQUESTS = 11
@@ -55,7 +55,8 @@ class Call:
     outputs: list[Any]
     # Why the outputs cannot be compared (a count, shape or dtype off), as a verdict, else None.
     mismatch: tuple[str, str] | None = None
-    changed_input: str | None = None
+    # Every input the call wrote into, by name, with where (the judge decides which of them a call may write).
+    changed_inputs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -258,7 +259,7 @@ class ServedLink:
             inputs=dict(inputs),
             reported_ns=reported,
             outputs=found,
-            changed_input=changed_input(originals, views),
+            changed_inputs=changed_inputs(originals, views),
         )
         if not self.dps:
             call.mismatch = _returned_mismatch(result, case, output_places)

@@ -452,28 +452,29 @@ def clone(value: Any) -> Any:
     return value.clone() if isinstance(value, torch.Tensor) else value
 
 
-def changed_input(originals: Mapping[str, Any], copies: Mapping[str, Any]) -> str | None:
-    """The first input the solution wrote into, with where; None when all are bit for bit as built."""
+def changed_inputs(originals: Mapping[str, Any], copies: Mapping[str, Any]) -> dict[str, str]:
+    """Every input written into, by name, with where; empty when all are bit for bit as built."""
+    changed = {}
     for name, original in originals.items():
         copy = copies[name]
-        if not isinstance(original, torch.Tensor):
-            continue
-        if original.shape != copy.shape or original.dtype != copy.dtype:
-            before_kind, after_kind = f"{tuple(original.shape)} {original.dtype}", f"{tuple(copy.shape)} {copy.dtype}"
-            return f"input {name!r} changed from {before_kind} to {after_kind}"
-        # Bytes, not values: NaN != NaN, and -0.0 == 0.0.
-        if torch.equal(_words_of(original), _words_of(copy)):
-            continue
-        before, after = _bytes_of(original), _bytes_of(copy)
-        if not torch.equal(before, after):
-            first = int(torch.nonzero(before != after)[0].item()) // max(original.element_size(), 1)
-            index = (
-                tuple(int(i) for i in torch.unravel_index(torch.tensor(first), original.shape))
-                if original.dim()
-                else ()
-            )
-            return f"input {name!r} was written to (first changed element at index {index})"
-    return None
+        if isinstance(original, torch.Tensor) and (where := _written(name, original, copy)):
+            changed[name] = where
+    return changed
+
+
+def _written(name: str, original: torch.Tensor, copy: torch.Tensor) -> str | None:
+    if original.shape != copy.shape or original.dtype != copy.dtype:
+        before_kind, after_kind = f"{tuple(original.shape)} {original.dtype}", f"{tuple(copy.shape)} {copy.dtype}"
+        return f"input {name!r} changed from {before_kind} to {after_kind}"
+    # Bytes, not values: NaN != NaN, and -0.0 == 0.0.
+    if torch.equal(_words_of(original), _words_of(copy)):
+        return None
+    before, after = _bytes_of(original), _bytes_of(copy)
+    if torch.equal(before, after):
+        return None
+    first = int(torch.nonzero(before != after)[0].item()) // max(original.element_size(), 1)
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(first), original.shape)) if original.dim() else ()
+    return f"input {name!r} was written to (first changed element at index {index})"
 
 
 def _bytes_of(tensor: torch.Tensor) -> torch.Tensor:

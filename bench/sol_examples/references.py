@@ -1,7 +1,7 @@
 """Published definitions' references judged as their own solutions, under each protocol each is valid for.
 
     .venv/bin/python bench/sol_examples/references.py [--sol-repo PATH] [--fib-repo PATH] [--problems-repo PATH]
-        [--only NAME ...] [--protocol NAME ...]
+        [--only NAME ...] [--protocol NAME ...] [--smallest-case]
 
 --sol-repo is a clone of github.com/NVIDIA/SOL-ExecBench and --fib-repo one of
 github.com/flashinfer-ai/flashinfer-bench: checkouts or bare git directories.
@@ -51,7 +51,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,8 +163,28 @@ def write_reference_solution(published: Published, folder: Path) -> Path:
     return path
 
 
+def smallest_case(published: Published) -> Published:
+    """The definition with only its smallest published case, the one whose axes multiply to the least (the first
+    of equals), in a workload file written beside the published one: a screen for wrong statuses across many
+    definitions in minutes, where whole workloads take hours on a small host. Safetensors inputs are looked up
+    from the workload's folder, so the file stays there."""
+    lines = [line for line in published.workload.read_text().splitlines() if line.strip()]
+
+    def size(line: str) -> int:
+        product = 1
+        for value in json.loads(line).get("axes", {}).values():
+            product *= value if isinstance(value, int) and value > 0 else 1
+        return product
+
+    trimmed = published.workload.with_name(published.workload.stem + ".smallest.jsonl")
+    trimmed.write_text(min(lines, key=size) + "\n")
+    return replace(published, workload=trimmed)
+
+
 def judge(published: Published, protocol: str, solution: Path, arguments: argparse.Namespace) -> tuple[str, str]:
     """(status, reason) of one harness run; for exit status 2, ("exit 2", its last line of stderr)."""
+    if arguments.smallest_case:
+        published = smallest_case(published)
     command = [sys.executable, "-m", "harness", "run", "--device", "cpu", "--protocol", protocol]
     command += ["--definition", str(published.definition), "--workload", str(published.workload)]
     command += ["--solution", str(solution), "--timeout", str(arguments.timeout)]
@@ -191,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=[], help="run only the definitions whose label has one")
     parser.add_argument("--protocol", nargs="*", default=[], help="run only these protocols")
     parser.add_argument("--unsandboxed", action="store_true", help="pass --unsandboxed to the harness")
+    parser.add_argument(
+        "--smallest-case", action="store_true", help="judge each definition on its smallest case only (a screen)"
+    )
     arguments = parser.parse_args(argv)
     if not (arguments.sol_repo or arguments.fib_repo or arguments.problems_repo):
         parser.error("give at least one of --sol-repo, --fib-repo and --problems-repo")

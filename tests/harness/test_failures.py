@@ -183,6 +183,67 @@ def test_writing_into_an_input_only_while_timed_is_a_reward_hack(add_problem: Pr
     assert "while being timed" in (result.cases[0].reason or "")
 
 
+# A definition whose reference updates a cache in place and returns it, as SOL-ExecBench's
+# 018_fused_rope_with_qk_norm_and_kv_cache_update does (key_cache[:, :, cache_position] = key_rotated).
+CACHE_UPDATE = {
+    "name": "cache_update",
+    "axes": {"n": {"type": "var"}, "slots": {"type": "const", "value": 32}, "width": {"type": "const", "value": 4}},
+    "inputs": {
+        "x": {"shape": ["n", "width"], "dtype": "float32"},
+        "cache": {"shape": ["slots", "width"], "dtype": "float32"},
+    },
+    "outputs": {
+        "doubled": {"shape": ["n", "width"], "dtype": "float32"},
+        "cache_out": {"shape": ["slots", "width"], "dtype": "float32"},
+    },
+}
+CACHE_UPDATE_REFERENCE = """
+def run(x, cache):
+    cache[: x.shape[0]] = x
+    return x * 2, cache
+"""
+
+
+def cache_update_problem(folder: Path) -> Problem:
+    cases = [
+        {"uuid": f"n{n}", "axes": {"n": n}, "inputs": {"x": {"type": "random"}, "cache": {"type": "random"}}}
+        for n in (3, 16)
+    ]
+    return write_problem(folder, CACHE_UPDATE, cases, reference=CACHE_UPDATE_REFERENCE)
+
+
+def test_an_input_the_reference_itself_updates_in_place_may_be_written_by_the_solution(tmp_path: Path) -> None:
+    problem = cache_update_problem(tmp_path / "problem")
+    solution = write_solution(
+        tmp_path / "s", CACHE_UPDATE_REFERENCE, definition="cache_update", dps=False, language="pytorch"
+    )
+
+    result = run_harness(problem, solution, protocol="sol-execbench")
+
+    assert result.status == "PASSED", result.reason
+    assert [case.status for case in result.cases] == ["PASSED", "PASSED"]
+
+
+def test_writing_into_an_input_the_reference_leaves_alone_is_still_a_reward_hack(tmp_path: Path) -> None:
+    problem = cache_update_problem(tmp_path / "problem")
+    solution = write_solution(
+        tmp_path / "s",
+        """
+        def run(x, cache):
+            cache[: x.shape[0]] = x
+            x.mul_(2)
+            return x, cache
+        """,
+        definition="cache_update",
+        dps=False,
+    )
+
+    result = run_harness(problem, solution)
+
+    assert result.status == "REWARD_HACK"
+    assert "the solution wrote into its inputs: input 'x' was written to" in (result.cases[0].reason or "")
+
+
 def test_a_cuda_solution_on_a_cpu_host_is_a_clear_compile_error(add_problem: Problem, tmp_path: Path) -> None:
     solution = write_solution(
         tmp_path / "s",
