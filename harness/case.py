@@ -184,7 +184,7 @@ class CaseJudge:
         except Exception as error:
             if needs_missing_cuda(error):
                 raise self._lacks_cuda("the reference", error) from None
-            if not self.cuda and (packed := self._cuda_only_inputs()):
+            if not self.cuda and (packed := self._cuda_only_inputs() or _cuda_only_dtypes_named(error)):
                 raise self._lacks_cuda(f"the reference, computing with {packed} on the CPU,", error) from None
             raise _CaseFailed(
                 failure_status(error, "INVALID_REFERENCE"), "the reference failed: " + failure_text(error)
@@ -469,6 +469,14 @@ def ratio_bounds(kernel: tuple[float, float], reference: tuple[float, float], sl
 def _split(total: int, count: int) -> list[int]:
     base, extra = divmod(total, count)
     return [base + (1 if index < extra else 0) for index in range(count)]
+
+
+def _cuda_only_dtypes_named(error: BaseException) -> str:
+    """The dtypes torch computes with only on CUDA that an error names: a reference may make such tensors itself
+    (SOL-ExecBench's 031_nvfp4_grouped_query_attention_with_kv_repeat quantizes its bf16 inputs to packed
+    four-bit floats, and torch._scaled_mm on the CPU says "Got mat_a.dtype()=Float4_e2m1fn_x2")."""
+    message = str(error).lower()
+    return ", ".join(sorted(name for name in CUDA_ONLY_DTYPES if name in message))
 
 
 def _synchronize(device: str) -> None:

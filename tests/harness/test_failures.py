@@ -128,6 +128,26 @@ def test_a_reference_computing_with_packed_four_bit_floats_on_the_cpu_names_the_
     assert "the reference, computing with x (float4_e2m1fn_x2) on the CPU, needs a CUDA device" in reason, reason
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a host with CUDA runs this reference")
+def test_a_reference_that_quantizes_to_packed_four_bit_floats_itself_names_the_missing_device(tmp_path: Path) -> None:
+    # SOL-ExecBench's 031_nvfp4_grouped_query_attention_with_kv_repeat (problems/207): bf16 inputs, quantized to
+    # packed four-bit floats inside the reference, whose torch._scaled_mm exists only on CUDA. It ended
+    # INVALID_REFERENCE, as if the published definition were broken.
+    reference = """
+    import torch
+
+    def run(x, y):
+        packed = torch.zeros(x.shape[0], 2, dtype=torch.uint8).view(torch.float4_e2m1fn_x2)
+        return x + y + packed.float().sum()
+    """
+    problem = write_problem(tmp_path / "problem", reference=reference)
+    result = run_harness(problem, write_solution(tmp_path / "s", CORRECT_ADD))
+
+    assert result.status == "HARNESS_ERROR", result.reason
+    reason = result.cases[0].reason or ""
+    assert "the reference, computing with float4_e2m1fn_x2 on the CPU, needs a CUDA device" in reason, reason
+
+
 def test_a_reference_that_does_not_load_is_an_invalid_reference(tmp_path: Path) -> None:
     problem = write_problem(tmp_path / "problem", reference="import torch\n\ndef forward(x, y):\n    return x + y\n")
     result = run_harness(problem, write_solution(tmp_path / "s", CORRECT_ADD))
