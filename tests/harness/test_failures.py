@@ -224,12 +224,13 @@ def run(x, cache):
 """
 
 
-def cache_update_problem(folder: Path) -> Problem:
+def cache_update_problem(folder: Path, slots: int = 32) -> Problem:
+    definition = {**CACHE_UPDATE, "axes": {**CACHE_UPDATE["axes"], "slots": {"type": "const", "value": slots}}}
     cases = [
         {"uuid": f"n{n}", "axes": {"n": n}, "inputs": {"x": {"type": "random"}, "cache": {"type": "random"}}}
         for n in (3, 16)
     ]
-    return write_problem(folder, CACHE_UPDATE, cases, reference=CACHE_UPDATE_REFERENCE)
+    return write_problem(folder, definition, cases, reference=CACHE_UPDATE_REFERENCE)
 
 
 def test_an_input_the_reference_itself_updates_in_place_may_be_written_by_the_solution(tmp_path: Path) -> None:
@@ -242,6 +243,19 @@ def test_an_input_the_reference_itself_updates_in_place_may_be_written_by_the_so
 
     assert result.status == "PASSED", result.reason
     assert [case.status for case in result.cases] == ["PASSED", "PASSED"]
+
+
+def test_returning_a_large_buffer_it_was_given_is_no_lie_about_time(tmp_path: Path) -> None:
+    # A call that updates a few rows of a 64 MiB cache and returns the whole cache: copying it where the judge
+    # reads outputs is most of the request's CPU time. The reported time counts that copy, as the judge's figure
+    # does; before it did, the split looked like a kernel that reported a tenth of its time (SOL-ExecBench's
+    # 018_fused_rope_with_qk_norm_and_kv_cache_update, its reference against itself: REWARD_HACK).
+    problem = cache_update_problem(tmp_path / "problem", slots=1 << 22)
+    solution = write_solution(tmp_path / "s", CACHE_UPDATE_REFERENCE, definition="cache_update", dps=False)
+
+    result = run_harness(problem, solution)
+
+    assert result.status == "PASSED", result.reason
 
 
 def test_writing_into_an_input_the_reference_leaves_alone_is_still_a_reward_hack(tmp_path: Path) -> None:
