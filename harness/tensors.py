@@ -6,7 +6,8 @@ host and device and for every solution. The sources seed once and draw on the
 device; the distributions are theirs, the stream of numbers is ours.
 
 How a random input is drawn is the protocol's `input_rule`:
-- "kernelindex": randn floats, integers in [0, 64) (mostly indices and lengths).
+- "kernelindex": randn floats, integers in [0, 64) (mostly indices and lengths),
+  and the ranges names require (`NameRule.required`: a variance is positive).
 - "flashinfer-bench": its dtype ranges (flashinfer-bench 0.1.2 bench/utils.py, _rand_tensor).
 - "sol-execbench": the same dtype ranges, and before them rules on the input's
   name that make norm weights ones, biases zeros, weight matrices randn/sqrt(fan_in),
@@ -115,7 +116,8 @@ def random_input(
     """One random input as the protocol's input rule draws it."""
     dtype, shape = DTYPES[spec["dtype"]], spec["shape"]
     if rule == "kernelindex":
-        return random_value(shape, dtype, generator)
+        required = _required_rule(name, shape, dtype, spec.get("description"))
+        return required.make(name, shape, dtype, generator) if required else random_value(shape, dtype, generator)
     if shape is None:
         return _source_random([], dtype, generator, rule).item()
     value = named_value(name, shape, dtype, spec.get("description"), generator) if rule == "sol-execbench" else None
@@ -255,6 +257,11 @@ class NameRule:
     what: str
     matches: Callable[[str, list[int], str], bool]
     make: Callable[[str, list[int], torch.dtype, torch.Generator], torch.Tensor]
+    # A range the name requires (a variance is positive): the kernelindex rule draws it so too, or a reference
+    # such as SOL-ExecBench's 001_fused_vision_multihead_attention_with_norms_backward takes the root of a
+    # negative variance and yields NaN. SOL-ExecBench's other rules are conveniences (norm weights ones, biases
+    # zeros) under which a kernel that ignored them would pass; kernelindex leaves those randn.
+    required: bool = False
 
 
 def _digitless(name: str) -> str:
@@ -352,6 +359,7 @@ NAME_RULES: tuple[NameRule, ...] = (
         "standard deviation or variance: |randn| + 0.1",
         lambda name, shape, text: _is_positive(name),
         lambda name, shape, dtype, gen: _randn(shape, gen).to(dtype).abs() + 0.1,
+        required=True,
     ),
     NameRule(
         "state-space decay: uniform and negative",
@@ -378,6 +386,11 @@ def name_rule_for(name: str, shape: list[int], dtype: torch.dtype, description: 
         return None
     text = (description or "").lower()
     return next((rule for rule in NAME_RULES if rule.matches(name, shape, text)), None)
+
+
+def _required_rule(name: str, shape: list[int] | None, dtype: torch.dtype, description: str | None) -> NameRule | None:
+    rule = None if shape is None else name_rule_for(name, shape, dtype, description)
+    return rule if rule is not None and rule.required else None
 
 
 def named_value(

@@ -177,6 +177,16 @@ def test_the_kernelindex_rule_draws_the_same_definition_without_name_rules() -> 
     assert float(inputs["layernorm_weight"].std()) == pytest.approx(1.0, rel=0.3)
 
 
+def test_the_kernelindex_rule_draws_a_variance_positive_as_its_name_requires() -> None:
+    # SOL-ExecBench's 001_fused_vision_multihead_attention_with_norms_backward takes sqrt(x_var + eps): on a
+    # randn x_var its reference yielded NaN, and it was judged INVALID_REFERENCE against itself.
+    case = random_case(("x_var", [64, 1], "float32"), ("rstd", [64], "float32"), ("x", [64, 8], "float32"))
+    inputs = build_inputs(case, "cpu", None)
+
+    assert float(inputs["x_var"].min()) >= 0.1 and float(inputs["rstd"].min()) >= 0.1
+    assert float(inputs["x"].min()) < 0
+
+
 def test_rope_tables_are_cos_and_sin_of_clamped_randn() -> None:
     inputs = sol_inputs("71")
     cos, sin = inputs["cos"].float(), inputs["sin"].float()
