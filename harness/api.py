@@ -89,6 +89,9 @@ def evaluate(
         case_budget=case_budget,
     )
     result = _evaluate(inputs, limits, sandbox, protocol, setup, data_root)
+    if result.status in EVALUATION_FAULTS | LIMIT_STATUSES and _is_the_reference(inputs, protocol):
+        # The control would run this very evaluation again: its answer is the one already here.
+        return _its_own_control(result)
     if result.status in EVALUATION_FAULTS | LIMIT_STATUSES:
         control_limits = _control_limits(result, limits)
         started = time.monotonic()
@@ -145,6 +148,27 @@ def _reference_as_solution(inputs: Inputs, protocol: str) -> Inputs:
         }
     )
     return replace(inputs, solution=solution)
+
+
+def _is_the_reference(inputs: Inputs, protocol: str) -> bool:
+    """Whether the solution is the definition's reference as the control runs it: its one source, served the same
+    way (a PyTorch function `run`, returning its outputs)."""
+    solution, control = inputs.solution, _reference_as_solution(inputs, protocol).solution
+    return (
+        solution.spec.language_set == control.spec.language_set
+        and solution.spec.entry_function == control.spec.entry_function
+        and solution.spec.destination_passing_style is False
+        and [source.content for source in solution.sources] == [inputs.reference_source]
+    )
+
+
+def _its_own_control(result: EvaluationResult) -> EvaluationResult:
+    """A fault or a breached limit of the reference judged as its own solution: the host's, never a kernel's."""
+    said = "the solution is the definition's reference"
+    if result.status in LIMIT_STATUSES:
+        reason = f"{result.reason}, and {said}: this host cannot judge this definition within its limits"
+        return result.model_copy(update={"status": "HARNESS_ERROR", "reason": reason})
+    return result.model_copy(update={"reason": f"{result.reason} ({said})"})
 
 
 def _attributed(

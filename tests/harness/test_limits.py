@@ -53,6 +53,21 @@ def test_a_timeout_that_recurs_with_the_reference_as_the_solution_is_the_hosts_n
     assert "the reference as the solution did not finish within 50% of it (5 s; it passed 0 of" in (result.reason or "")
 
 
+def test_the_reference_as_its_own_solution_is_its_own_control(tmp_path: Path) -> None:
+    # Judging a reference against itself (as the published definitions are, bench/sol_examples/references.py),
+    # the control would run the same evaluation again: a definition this host cannot judge says so after one.
+    reference = "def run(x, y):\n    while True:\n        pass\n"
+    problem = write_problem(tmp_path / "problem", reference=reference)
+    solution = write_solution(tmp_path / "s", reference, dps=False, language="pytorch", entry_point="reference.py::run")
+    result = run_harness(problem, solution, timeout=10)
+
+    assert result.status == "HARNESS_ERROR", result.reason
+    assert result.reason == (
+        "the evaluation passed its wall-time limit of 10 s, and the solution is the definition's reference: "
+        "this host cannot judge this definition within its limits"
+    )
+
+
 def test_a_timeout_whose_control_needed_most_of_the_limit_is_the_hosts_not_the_kernels(tmp_path: Path) -> None:
     # The reference as the solution passes, but only in most of the limit (here: a reference that takes seconds
     # to load, on each side): on a busier host it would time out too, so the kernel's timeout proves nothing.
