@@ -166,9 +166,16 @@ def _its_own_control(result: EvaluationResult) -> EvaluationResult:
     """A fault or a breached limit of the reference judged as its own solution: the host's, never a kernel's."""
     said = "the solution is the definition's reference"
     if result.status in LIMIT_STATUSES:
-        reason = f"{result.reason}, and {said}: this host cannot judge this definition within its limits"
+        got = f" ({_cases_passed(result)})" if result.status == "TIMEOUT" else ""
+        reason = f"{result.reason}{got}, and {said}: this host cannot judge this definition within its limits"
         return result.model_copy(update={"status": "HARNESS_ERROR", "reason": reason})
     return result.model_copy(update={"reason": f"{result.reason} ({said})"})
+
+
+def _cases_passed(result: EvaluationResult) -> str:
+    """How far an evaluation that ran out of time got."""
+    judged = sum(case.status == "PASSED" for case in result.cases)
+    return f"it passed {judged} of {len(result.cases)} cases in that time"
 
 
 def _attributed(
@@ -195,10 +202,9 @@ def _limit_attributed(
     if control.status == "PASSED" and (result.status != "TIMEOUT" or control_share <= CONTROL_SHARE):
         return result
     if control.status == result.status == "TIMEOUT":
-        judged = sum(case.status == "PASSED" for case in control.cases)
         control_said = (
             f"and the reference as the solution did not finish within {CONTROL_SHARE:.0%} of it "
-            f"({control_timeout:g} s; it passed {judged} of {len(control.cases)} cases in that time)"
+            f"({control_timeout:g} s; {_cases_passed(control)})"
         )
     elif control.status == result.status:
         control_said = "and so did the reference as the solution"

@@ -63,7 +63,8 @@ def test_the_reference_as_its_own_solution_is_its_own_control(tmp_path: Path) ->
 
     assert result.status == "HARNESS_ERROR", result.reason
     assert result.reason == (
-        "the evaluation passed its wall-time limit of 10 s, and the solution is the definition's reference: "
+        "the evaluation passed its wall-time limit of 10 s (it passed 0 of 2 cases in that time), "
+        "and the solution is the definition's reference: "
         "this host cannot judge this definition within its limits"
     )
 
