@@ -136,9 +136,9 @@ class Freezer:
 def create(memory_mb: int | None, pids: int, cpus: int | None) -> Cgroup | None:
     """A new group with these limits (`cpus`: a CPU quota, that many CPUs' time), or None where this process
     may not make one."""
-    # The evaluating process's pid in the name: a group whose evaluator is gone is reaped by the next one.
+    # The evaluating process's pid in the name: a group whose evaluator is gone is reaped by the next one
+    # (`remove_abandoned`).
     name = f"evaluation-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-    _remove_abandoned()
     try:
         if (CGROUP_ROOT / "cgroup.controllers").exists():
             return _create_v2(name, memory_mb, pids, cpus)
@@ -204,11 +204,11 @@ def _create_v2(name: str, memory_mb: int | None, pids: int, cpus: int | None) ->
     return group
 
 
-def _remove_abandoned() -> None:
+def remove_abandoned() -> None:
     """Groups an evaluation left when its evaluating process was killed. Their processes are frozen between
-    requests, and a frozen process does not die with its parent (its SIGKILL waits for a thaw), so each is
-    thawed and emptied before it is removed: a group whose evaluator is gone, or of no known evaluator and
-    older than ABANDONED_AFTER_SECONDS."""
+    requests, and a frozen process does not die with its parent (its SIGKILL waits for a thaw): it keeps its
+    memory, the exchange it maps included, until it is thawed and emptied here. A group whose evaluator is
+    gone, or of no known evaluator and older than ABANDONED_AFTER_SECONDS."""
     cutoff = time.time() - ABANDONED_AFTER_SECONDS
     for parent in CGROUP_ROOT.glob(f"*/{PARENT_NAME}"):
         with contextlib.suppress(OSError):

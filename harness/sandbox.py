@@ -301,6 +301,9 @@ def run_evaluation(
 ) -> Outcome:
     """Start the kernel's sandbox, the reference's and the judge's, watch them to the end or a limit, and clean up."""
     outcome = Outcome(known_cases=frozenset(known_cases), max_samples=max_samples)
+    if workspace.sandboxed:
+        # First: what a killed evaluation left holds memory the check below would count as taken.
+        cgroups.remove_abandoned()
     shortfall = exchange_shortfall(exchange_size)
     if shortfall is not None:
         outcome.fatal = ("HARNESS_ERROR", shortfall)

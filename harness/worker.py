@@ -40,6 +40,7 @@ from typing import Any
 from celery import Celery
 from pydantic import ValidationError
 
+from harness.cgroups import remove_abandoned
 from records.attestation import (
     MESSAGE_PAYLOAD_TYPE,
     STATEMENT_PAYLOAD_TYPE,
@@ -177,6 +178,9 @@ def run_harness(job: RerunJob, folder: Path, *, unsandboxed: bool) -> HarnessOut
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+            # Its served processes, frozen between requests, outlive it with their memory: freed now, not when
+            # the next job comes.
+            remove_abandoned()
     seconds = time.monotonic() - started
     log_tail = log_path.read_bytes()[-LOG_TAIL_CHARS:].decode(errors="replace")
     output = folder / "result.json"

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
 
+from harness import cgroups
 from tests.harness.conftest import (
     CORRECT_ADD,
     Problem,
@@ -15,6 +18,8 @@ from tests.harness.conftest import (
     write_problem,
     write_solution,
 )
+
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 LOOPS_FOREVER = """
 def run(x, y, out):
@@ -268,3 +273,47 @@ def test_a_case_larger_than_the_hosts_memory_is_refused_before_anything_is_alloc
     assert "this host cannot judge this definition" in (result.reason or "")
     assert "GiB of memory shared between the judge and the served processes" in (result.reason or "")
     assert time.monotonic() - started < 30
+
+
+def _frozen_groups_of(evaluator: int) -> list[Path]:
+    """The cgroups (either hierarchy) of the evaluating process `evaluator` that hold frozen processes now."""
+    frozen = []
+    for folder in cgroups.CGROUP_ROOT.glob(f"*/{cgroups.PARENT_NAME}/evaluation-{evaluator}-*"):
+        state = folder / "freezer.state"
+        flag = folder / "cgroup.freeze"
+        is_frozen = state.exists() and state.read_text().strip() == "FROZEN"
+        is_frozen |= flag.exists() and flag.read_text().strip() == "1"
+        if is_frozen and (folder / "cgroup.procs").read_text().split():
+            frozen.append(folder)
+    return frozen
+
+
+def test_what_a_killed_evaluation_left_frozen_is_freed_by_the_next_even_one_refused_up_front(
+    add_problem: Problem, tmp_path: Path
+) -> None:
+    # A rerun worker kills a harness that overruns its deadline (harness.worker). The processes it served, frozen
+    # between requests, do not die with it (a frozen process's SIGKILL waits for a thaw) and keep their memory.
+    # The next evaluation frees them before it counts the memory the host has, so it is not refused for theirs.
+    solution = write_solution(tmp_path / "s", LOOPS_FOREVER)
+    command = [sys.executable, "-m", "harness", "run", "--timeout", "120", "--warmup", "1", "--iterations", "3"]
+    command += ["--definition", str(add_problem.definition), "--workload", str(add_problem.workload)]
+    harness = subprocess.Popen(
+        [*command, "--solution", str(solution)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 60
+        # The kernel loops in its first checked call; the reference's process is frozen meanwhile.
+        while not (left := _frozen_groups_of(harness.pid)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        harness.kill()
+        harness.wait()
+    time.sleep(1)
+    assert [folder for folder in left if (folder / "cgroup.procs").read_text().split()], "nothing was left frozen"
+
+    huge = widen_problem(tmp_path / "huge", 2**31)
+    result = run_harness(huge, write_solution(tmp_path / "h", "def run(x, out):\n    pass\n", definition="widen_rows"))
+
+    assert result.status == "HARNESS_ERROR", result.reason
+    assert "this host cannot judge this definition" in (result.reason or "")
+    assert not [folder for folder in left if folder.exists()]
