@@ -165,7 +165,7 @@ class Caller:
                 for host, device_tensor in zip(outputs, device_outputs, strict=True):
                     host.copy_(device_tensor)
             return {"ns": elapsed}
-        return self._returned(returned, request["outs"], elapsed)
+        return self._returned(returned, request["outs"], elapsed, arguments)
 
     def _timed(self, function: Callable[..., Any], arguments: Sequence[Any]) -> tuple[Any, float]:
         torch = self.torch
@@ -199,7 +199,9 @@ class Caller:
             if span is not None and "ns" in result:
                 result["ns"] = span
 
-    def _returned(self, returned: Any, placements: Sequence[Any], elapsed: float) -> dict[str, Any]:
+    def _returned(
+        self, returned: Any, placements: Sequence[Any], elapsed: float, arguments: Sequence[Any]
+    ) -> dict[str, Any]:
         from harness.checking import outputs_as_list
 
         values = outputs_as_list(returned, [str(index) for index in range(len(placements))])
@@ -220,6 +222,9 @@ class Caller:
                 return {"error": ["REWARD_HACK", f"the solution returned {name}, not plain tensors"]}
             dtype = str(value.dtype).removeprefix("torch.")
             described.append({"shape": list(value.shape), "dtype": dtype})
+            if (source := self._argument_returned(value, arguments)) is not None:
+                described[-1]["input"] = source
+                continue
             if value.nbytes <= placement[3] and dtype in DTYPE_BYTES:
                 target = self._view(placement[0], list(value.shape), dtype)
                 if target.data_ptr() != value.data_ptr():
@@ -231,6 +236,22 @@ class Caller:
             # cost, and the check of the reported split would call that a lie.
             elapsed += float(self.clock() - started)
         return {"ns": elapsed, "returned": described, "count": len(values)}
+
+    def _argument_returned(self, value: Any, arguments: Sequence[Any]) -> int | None:
+        """The position of the argument `value` is, whole, where it is one (on the CPU: a buffer updated in place
+        and returned, such as a KV cache). The judge reads that output where the argument lies, so a call's cost
+        is not mostly copying a buffer it was given (a 1 GiB cache, for an update of a few rows)."""
+        if self.cuda or not value.is_contiguous():
+            return None
+        for index, argument in enumerate(arguments):
+            if (
+                isinstance(argument, self.torch.Tensor)
+                and argument.data_ptr() == value.data_ptr()
+                and argument.shape == value.shape
+                and argument.dtype == value.dtype
+            ):
+                return index
+        return None
 
     def _argument(self, item: Mapping[str, Any]) -> Any:
         if "value" in item:

@@ -251,8 +251,9 @@ class ServedLink:
         places: tuple[dict[str, Placement], list[Placement]],
     ) -> Call:
         input_places, output_places = places
+        sources = output_places if self.dps else _output_sources(result, list(inputs), input_places, output_places)
         # Copied out at once: what the kernel writes into the exchange later changes nothing.
-        found = [self._view(place).clone() for place in output_places]
+        found = [self._view(place).clone() for place in sources]
         views = {name: self._view(place) for name, place in input_places.items()}
         reported = _reported_ns(result)
         call = Call(
@@ -350,6 +351,25 @@ def _returned_mismatch(
                 f"output {name!r}: dtype torch.{str(item.get('dtype'))[:40]}, expected torch.{place.dtype}",
             )
     return None
+
+
+def _output_sources(
+    reply: Any, names: Sequence[str], input_places: Mapping[str, Placement], output_places: Sequence[Placement]
+) -> list[Placement]:
+    """Where each output lies: its own placement, or, where the call returned an argument whole (a buffer updated
+    in place: harness.kernel `_argument_returned`), that argument's, if its shape and dtype are the output's.
+    What is read there is checked as any output is; a wrong claim leaves an output unwritten."""
+    sources = list(output_places)
+    described = reply.get("returned") if isinstance(reply, Mapping) else None
+    items = described if isinstance(described, list) else []
+    for index, (item, place) in enumerate(zip(items, output_places, strict=False)):
+        position = item.get("input") if isinstance(item, dict) else None
+        if type(position) is not int or not 0 <= position < len(names):
+            continue
+        argument = input_places.get(names[position])
+        if argument is not None and argument.shape == place.shape and argument.dtype == place.dtype:
+            sources[index] = argument
+    return sources
 
 
 def _reset(view: torch.Tensor) -> None:

@@ -224,13 +224,13 @@ def run(x, cache):
 """
 
 
-def cache_update_problem(folder: Path, slots: int = 32) -> Problem:
+def cache_update_problem(folder: Path, slots: int = 32, reference: str = CACHE_UPDATE_REFERENCE) -> Problem:
     definition = {**CACHE_UPDATE, "axes": {**CACHE_UPDATE["axes"], "slots": {"type": "const", "value": slots}}}
     cases = [
         {"uuid": f"n{n}", "axes": {"n": n}, "inputs": {"x": {"type": "random"}, "cache": {"type": "random"}}}
         for n in (3, 16)
     ]
-    return write_problem(folder, definition, cases, reference=CACHE_UPDATE_REFERENCE)
+    return write_problem(folder, definition, cases, reference=reference)
 
 
 def test_an_input_the_reference_itself_updates_in_place_may_be_written_by_the_solution(tmp_path: Path) -> None:
@@ -245,13 +245,47 @@ def test_an_input_the_reference_itself_updates_in_place_may_be_written_by_the_so
     assert [case.status for case in result.cases] == ["PASSED", "PASSED"]
 
 
-def test_returning_a_large_buffer_it_was_given_is_no_lie_about_time(tmp_path: Path) -> None:
-    # A call that updates a few rows of a 64 MiB cache and returns the whole cache: copying it where the judge
-    # reads outputs is most of the request's CPU time. The reported time counts that copy, as the judge's figure
-    # does; before it did, the split looked like a kernel that reported a tenth of its time (SOL-ExecBench's
-    # 018_fused_rope_with_qk_norm_and_kv_cache_update, its reference against itself: REWARD_HACK).
-    problem = cache_update_problem(tmp_path / "problem", slots=1 << 22)
+def test_a_buffer_updated_in_place_and_returned_whole_is_not_timed_copying_it(tmp_path: Path) -> None:
+    # Each side updates a few rows of a 64 MiB cache and returns the cache whole; the reference also reads all of
+    # it (a few milliseconds). Copying the returned cache where the judge reads outputs cost each call about 8 ms
+    # more, and pulled every speedup on such a definition towards 1 (here to about 1.5, for a kernel that does a
+    # hundredth of the reference's work). The judge reads such an output where the argument lies.
+    reference = """
+    def run(x, cache):
+        cache[: x.shape[0]] = x
+        spent = cache.sum()
+        return x * 2 + spent * 0, cache
+    """
+    problem = cache_update_problem(tmp_path / "problem", slots=1 << 22, reference=reference)
     solution = write_solution(tmp_path / "s", CACHE_UPDATE_REFERENCE, definition="cache_update", dps=False)
+
+    result = run_harness(problem, solution)
+
+    assert result.status == "PASSED", result.reason
+    assert result.speedup is not None and result.speedup.median > 4, result.speedup
+
+
+FLATTEN = {
+    "name": "flatten",
+    "axes": {"n": {"type": "var"}, "squared": {"type": "expr", "expression": "n * n"}},
+    "inputs": {"x": {"shape": ["n", "n"], "dtype": "float32"}},
+    "outputs": {"y": {"shape": ["squared"], "dtype": "float32"}},
+}
+
+
+def test_returning_a_large_view_is_no_lie_about_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A call that returns its 64 MiB input flattened, a view, costs nothing; copying it where the judge reads
+    # outputs is all of the request's CPU time. The reported time counts that copy, as the judge's figure does;
+    # before it did, the split looked like a kernel that reported a small part of its time (a REWARD_HACK; so
+    # did SOL-ExecBench's 018_fused_rope_with_qk_norm_and_kv_cache_update against itself, which returns a 1 GiB
+    # cache it updated, before such an output was read where it lies). On one CPU, as every rerun runs, where
+    # no other CPU's time is allowed for.
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    cases = [{"uuid": "square", "axes": {"n": 4096}, "inputs": {"x": {"type": "random"}}}]
+    problem = write_problem(
+        tmp_path / "problem", FLATTEN, cases, reference="def run(x):\n    return x.flatten().clone()\n"
+    )
+    solution = write_solution(tmp_path / "s", "def run(x):\n    return x.flatten()\n", definition="flatten", dps=False)
 
     result = run_harness(problem, solution)
 
