@@ -455,6 +455,8 @@ def _stop(outcome: Outcome) -> tuple[str, str]:
         return outcome.stopped
     if outcome.limit_hit:
         return outcome.limit_hit
+    if outcome.judge_limit_hit:
+        return "HARNESS_ERROR", outcome.judge_limit_hit
     return "HARNESS_ERROR", _ending("the judge", outcome.judge_returncode, outcome.judge_log_tail)
 
 

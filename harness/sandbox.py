@@ -259,6 +259,9 @@ class Outcome:
     stopped: tuple[str, str] | None = None
     # A limit the kernel's processes reached (the cgroup's memory or pids), named for the running case.
     limit_hit: tuple[str, str] | None = None
+    # The judge's own memory limit, reached: the host's limit, not the kernel's (a judge killed for it said only
+    # "killed by signal 9").
+    judge_limit_hit: str | None = None
     judge_returncode: int | None = None
     kernel_returncode: int | None = None
     log: bytearray = field(default_factory=bytearray)
@@ -313,6 +316,7 @@ def run_evaluation(
     groups: list[cgroups.Cgroup] = []
     processes: list[_Process] = []
     kernel_group: cgroups.Cgroup | None = None
+    judge_group: cgroups.Cgroup | None = None
     handed: list[int] = []
     try:
         results_read, results_write = _pipe(opened)
@@ -371,6 +375,11 @@ def run_evaluation(
                 os.close(descriptor)
         if kernel_group is not None and outcome.limit_hit is None:
             outcome.limit_hit = _limit_hit(kernel_group)
+        if judge_group is not None and judge_group.out_of_memory():
+            outcome.judge_limit_hit = (
+                f"the judge reached its own memory limit of {judge_group.memory_mb} MiB (the solution's twice "
+                f"and {JUDGE_MEMORY_EXTRA_MB} MiB more, for the reference's inputs and outputs beside the solution's)"
+            )
         for group in groups:
             group.remove()
     return outcome

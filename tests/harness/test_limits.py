@@ -182,6 +182,25 @@ def test_memory_that_grows_past_the_limit_is_stopped_by_the_watchdog(add_problem
     assert_next_evaluation_works(add_problem, tmp_path)
 
 
+def test_a_judge_killed_at_its_own_memory_limit_says_so(tmp_path: Path) -> None:
+    # The judge runs the reference for its expected outputs; a reference past the judge's limit killed the judge,
+    # and the reason said only "killed by signal 9" (SOL-ExecBench's basic_transformer_block on this host).
+    problem = write_problem(
+        tmp_path / "problem",
+        reference="""
+        import torch
+
+        def run(x, y):
+            held = torch.ones(1_000_000_000)  # 4 GB, past the judge's 2 x 700 + 2048 MiB
+            return x + y + held[0] - 1
+        """,
+    )
+    result = run_harness(problem, write_solution(tmp_path / "s", CORRECT_ADD), memory_mb=700)
+
+    assert result.status == "HARNESS_ERROR", result.reason
+    assert "the judge reached its own memory limit of 3448 MiB" in (result.reason or "")
+
+
 def test_a_solution_that_kills_its_own_process_keeps_the_cases_already_reported(
     add_problem: Problem, tmp_path: Path
 ) -> None:
