@@ -377,8 +377,9 @@ def run_evaluation(
             outcome.limit_hit = _limit_hit(kernel_group)
         if judge_group is not None and judge_group.out_of_memory():
             outcome.judge_limit_hit = (
-                f"the judge reached its own memory limit of {judge_group.memory_mb} MiB (the solution's twice "
-                f"and {JUDGE_MEMORY_EXTRA_MB} MiB more, for the reference's inputs and outputs beside the solution's)"
+                f"the judge reached its own memory limit of {judge_group.memory_mb} MiB "
+                f"({JUDGE_MEMORY_FACTOR} times the solution's and {JUDGE_MEMORY_EXTRA_MB} MiB more, "
+                "for the reference's inputs and outputs beside the solution's)"
             )
         for group in groups:
             group.remove()

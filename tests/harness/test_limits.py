@@ -198,7 +198,9 @@ def test_a_judge_killed_at_its_own_memory_limit_says_so(tmp_path: Path) -> None:
     result = run_harness(problem, write_solution(tmp_path / "s", CORRECT_ADD), memory_mb=700)
 
     assert result.status == "HARNESS_ERROR", result.reason
-    assert "the judge reached its own memory limit of 3448 MiB" in (result.reason or "")
+    assert "the judge reached its own memory limit of 3448 MiB (2 times the solution's and 2048 MiB more" in (
+        result.reason or ""
+    )
 
 
 def test_a_solution_that_kills_its_own_process_keeps_the_cases_already_reported(
