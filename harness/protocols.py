@@ -193,7 +193,9 @@ KERNELINDEX = Protocol(
     name="kernelindex",
     # 2: an input whose name requires a range (a variance, a standard deviation) is drawn in it (harness.tensors
     # NameRule.required); version 1 drew it from randn, and a reference taking its root yielded NaN.
-    version="kernelindex-2",
+    # 3: so is a state-space decay the definition describes as one (negative); version 2 drew it from randn, and
+    # a reference exponentiating its sums overflowed.
+    version="kernelindex-3",
     # Native runs may be written in any language either source takes.
     languages=SOL_EXECBENCH.languages | FLASHINFER_BENCH.languages,
     # Plain randn floats and small non-negative integers: integer inputs are mostly indices and lengths. Only

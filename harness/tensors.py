@@ -361,8 +361,18 @@ NAME_RULES: tuple[NameRule, ...] = (
         lambda name, shape, dtype, gen: _randn(shape, gen).to(dtype).abs() + 0.1,
         required=True,
     ),
+    # SOL-ExecBench draws these four names so whatever they hold (its GEMMs' matrix A too). Where the definition
+    # says the input is a decay, the sign is required: SOL-ExecBench's 043_mamba_chunk_scan_with_segsum
+    # exponentiates cumulative sums of its "negative log decay" A, and on a randn A its reference overflowed to
+    # NaN and was judged INVALID_REFERENCE against itself. The two rules draw alike, so SOL-ExecBench's order holds.
     NameRule(
-        "state-space decay: uniform and negative",
+        "state-space decay, so described: uniform and negative",
+        lambda name, shape, text: name in _DECAY_RANGES and "decay" in text,
+        _uniform,
+        required=True,
+    ),
+    NameRule(
+        "state-space decay by name: uniform and negative",
         lambda name, shape, text: name in _DECAY_RANGES,
         _uniform,
     ),

@@ -187,6 +187,17 @@ def test_the_kernelindex_rule_draws_a_variance_positive_as_its_name_requires() -
     assert float(inputs["x"].min()) < 0
 
 
+def test_the_kernelindex_rule_draws_a_decay_negative_where_the_definition_says_it_is_one() -> None:
+    # SOL-ExecBench's 043_mamba_chunk_scan_with_segsum exponentiates segment sums of A, "negative log decay":
+    # on a randn A its reference overflowed to NaN on its first case, and was judged INVALID_REFERENCE.
+    decay = build_inputs(smallest_case(PROBLEMS / "137"), "cpu", None)["A"].float()
+    # SOL-ExecBench draws any input named A as a decay, a GEMM's matrix too; kernelindex leaves that one randn.
+    matrix = build_inputs(smallest_case(SAMPLE_DATA / "sol-execbench" / "problems" / "213"), "cpu", None)["A"].float()
+
+    assert float(decay.max()) <= -0.001 and float(decay.min()) >= -1.0
+    assert float(matrix.min()) < 0 < float(matrix.max())
+
+
 def test_rope_tables_are_cos_and_sin_of_clamped_randn() -> None:
     inputs = sol_inputs("71")
     cos, sin = inputs["cos"].float(), inputs["sin"].float()

@@ -42,7 +42,7 @@ def test_a_call_is_measured_by_the_cpu_its_processes_used(add_problem: Problem, 
     assert spins.status == "PASSED", spins.reason
     assert spins.protocol.model_dump() == {
         "name": "kernelindex",
-        "version": "kernelindex-2",
+        "version": "kernelindex-3",
         "correctness_rounds": 3,
         "warmup": 1,
         "iterations": 20,
