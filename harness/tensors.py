@@ -7,7 +7,8 @@ device; the distributions are theirs, the stream of numbers is ours.
 
 How a random input is drawn is the protocol's `input_rule`:
 - "kernelindex": randn floats, integers in [0, 64) (mostly indices and lengths),
-  and the ranges names require (`NameRule.required`: a variance is positive).
+  and the ranges names require (`NameRule.required`: a variance is positive,
+  a decay so described negative).
 - "flashinfer-bench": its dtype ranges (flashinfer-bench 0.1.2 bench/utils.py, _rand_tensor).
 - "sol-execbench": the same dtype ranges, and before them rules on the input's
   name that make norm weights ones, biases zeros, weight matrices randn/sqrt(fan_in),
