@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from records.canonical import digest
 
@@ -22,6 +24,41 @@ def run_id_for(source: str, external_id: str) -> str:
     """
     key = f"{source}\n{external_id}".encode()
     return hashlib.sha256(key).hexdigest()[:RUN_ID_LENGTH]
+
+
+# The fields of a manifest a run's external id is read from: its sourceNative's, else its name.
+NATIVE_ID_FIELD = "run.spec.sourceNative.externalId"
+NAME_ID_FIELD = "run.metadata.name"
+
+
+class SourceIdentity(NamedTuple):
+    source: str
+    external_id: str
+    field: str  # where the external id was read from: NATIVE_ID_FIELD or NAME_ID_FIELD
+
+
+def source_identity(run: Mapping[str, Any]) -> SourceIdentity | None:
+    """The source and external id a run document is stored and linked under (run_id_for): its sourceNative's,
+    the id falling back to its name and the source to KernelIndex's own, as a native manifest names them.
+
+    The one reading of them: the summary stores what this gives, and the check that keeps the reruns' ids to
+    the reruns (records.rerun.rerun_result_shape) reads the same, on a manifest not yet validated, so that no
+    fallback can differ between the two. Nothing strips or folds them: run_id_for hashes them as they are.
+    None where the document holds no string there, which the schema refuses: such a run gets no permalink.
+    """
+    spec = run.get("spec")
+    native = (spec.get("sourceNative") if isinstance(spec, Mapping) else None) or {}
+    if not isinstance(native, Mapping):
+        return None
+    if "externalId" in native:
+        external_id, field = native["externalId"], NATIVE_ID_FIELD
+    else:
+        metadata = run.get("metadata")
+        external_id, field = (metadata.get("name") if isinstance(metadata, Mapping) else None), NAME_ID_FIELD
+    source = native.get("source", NATIVE_SOURCE)
+    if not isinstance(source, str) or not isinstance(external_id, str):
+        return None
+    return SourceIdentity(source, external_id, field)
 
 
 def comparison_key(

@@ -14,6 +14,7 @@ from typing import Any
 
 from records.canonical import CanonicalizationError, canonical_bytes, canonical_text, digest_of_bytes, is_digest
 from records.errors import RecordError
+from records.identity import NAME_ID_FIELD, source_identity
 from records.rerun import rerun_result_shape
 from records.schema import REFERENCE_FIELDS, ROLES, DocumentError, validate_document
 
@@ -140,9 +141,9 @@ def manifest_item(
         sealed["run"] = seal(run, "run")
     except DocumentError as error:
         raise fail(error.field, error.message) from None
-    # The run's external id is its sourceNative.externalId, else its name, as records.summary reads it.
-    native = run["spec"].get("sourceNative") or {}
-    id_field = "run.spec.sourceNative.externalId" if native.get("externalId") else "run.metadata.name"
+    # The field the run's external id is read from, as records.summary reads it.
+    identity = source_identity(run)
+    id_field = identity.field if identity is not None else NAME_ID_FIELD
     # In the roles' order, however the manifest ordered them: a page lists them so, and a manifest read back
     # from its canonical (sorted) form gives the same run.
     declared = {role: declared[role] for role in REFERENCE_FIELDS if role in declared}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from records.canonical import digest
-from records.identity import NATIVE_SOURCE
+from records.identity import NAME_ID_FIELD, NATIVE_SOURCE, source_identity
 from records.schema import REFERENCE_FIELDS, make_document
 
 RERUN_FAMILY = "kernelindex_harness"
@@ -435,19 +435,18 @@ def rerun_result_shape(manifest: Mapping[str, Any]) -> tuple[str, str] | None:
     attest them: every other writer is refused, whatever else it holds.
     """
     run = manifest.get("run")
-    spec = run.get("spec") if isinstance(run, Mapping) else None
-    if not isinstance(spec, Mapping):
+    if not isinstance(run, Mapping) or not isinstance(spec := run.get("spec"), Mapping):
         return None
     if "rerunOf" in spec:
         return "run.spec.rerunOf", "only a KernelIndex rerun's result names a run it reran (rerunOf)"
-    native = spec.get("sourceNative")
-    native = native if isinstance(native, Mapping) else {}
-    external_id = native.get("externalId")
-    if native.get("source", NATIVE_SOURCE) == NATIVE_SOURCE and str(external_id or "").startswith(
-        RERUN_EXTERNAL_PREFIX
-    ):
+    # The source and id the run would be linked under, read as the summary reads them (its name where it has
+    # no sourceNative.externalId): a rerun's id, wherever a manifest holds it, would take that rerun's permalink.
+    identity = source_identity(run)
+    if identity is not None and may_be_rerun_result(identity.source, identity.external_id):
         said = f"the external ids {RERUN_EXTERNAL_PREFIX}… are KernelIndex's reruns' results; give the run another id"
-        return "run.spec.sourceNative.externalId", said
+        if identity.field == NAME_ID_FIELD:
+            said += " (a run that names no sourceNative.externalId is known by its name)"
+        return identity.field, said
     protocol = manifest.get("protocol")
     protocol_spec = protocol.get("spec") if isinstance(protocol, Mapping) else None
     if isinstance(protocol_spec, Mapping):

@@ -11,7 +11,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from records.identity import NATIVE_SOURCE, comparison_key, definition_title, run_id_for
+from records.identity import comparison_key, definition_title, run_id_for, source_identity
 from records.manifest import RunItem, Sealed
 from records.schema import parse_timestamp
 
@@ -96,14 +96,14 @@ def summarize(item: RunItem) -> RunSummary:
     workload_digest = spec.get("workloadDigest") or ""
     group = _group(item, workload_digest or _definition_key(definition))
     score = native.get("metrics", {}).get(group.native_order) if group.native_order else None
-    source = native.get("source", NATIVE_SOURCE)
-    external_id = native.get("externalId", run["metadata"]["name"])
+    identity = source_identity(run)
+    assert identity is not None  # the schema requires both, as strings
     return RunSummary(
         item.line,
         item.id_field,
-        run_id_for(source, external_id),
-        source,
-        external_id,
+        run_id_for(identity.source, identity.external_id),
+        identity.source,
+        identity.external_id,
         item.run.digest,
         item.declared_digests,
         tuple(_document_row(sealed) for sealed in documents.values()),
