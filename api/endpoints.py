@@ -33,6 +33,7 @@ from api.submissions import (
     refusal,
     submit,
 )
+from records.attestation import key_id
 from records.errors import RecordError
 from records.identity import RUN_ID_PATTERN
 from runs import pages, serializers
@@ -48,6 +49,7 @@ from runs.selectors import (
     run_hardware_class,
     run_manifest_text,
 )
+from runs.worker_keys import site_public_key
 from web import ratelimit
 
 RATE_WINDOW_SECONDS = 3600
@@ -327,5 +329,8 @@ def get_rerun(
 )
 def list_workers(request: HttpRequest) -> Any:
     """Every rerun worker's public key, with its revocation: what checks the attestation a rerun links
-    (`python -m records.attestation verify ATTESTATION --keys workers.json`)."""
-    return {"workers": [serializers.worker_key_json(key) for key in WorkerKey.objects.order_by("key_id")]}
+    (`python -m records.attestation verify ATTESTATION --keys workers.json`); and the site's own key, which
+    signs every job a worker runs."""
+    workers = [serializers.worker_key_json(key) for key in WorkerKey.objects.order_by("key_id")]
+    site_key = site_public_key()
+    return {"workers": workers, "site": {"publicKey": site_key, "keyId": key_id(site_key)}}

@@ -306,6 +306,13 @@ class Rerun(Out):
     attestation: str | None = Field(
         description="Where the DSSE envelope its worker signed is published; none before it finished with one."
     )
+    attestation_verified: bool | None = Field(
+        description="Whether the site verified its attestation again as it served this, the result run included; "
+        "an attestation that no longer verifies moves nothing. None where it has none."
+    )
+    attestation_recorded_at: str | None = Field(
+        description="When the site took the attestation in: a key revoked after that still verifies it."
+    )
     cases: list[dict[str, Any]]
 
 
@@ -320,5 +327,13 @@ class Worker(Out):
     revoked_at: str | None = Field(description="From this time on nothing signed with the key is taken.")
 
 
+class SiteKey(Out):
+    """The site's own key: it signs every rerun job it sends, and a worker runs no other."""
+
+    public_key: str = Field(description="ed25519: its 32 raw bytes, base64.")
+    key_id: str = Field(description="sha256 of the raw public key: the keyid its DSSE signatures name.")
+
+
 class Workers(Out):
     workers: list[Worker]
+    site: SiteKey = Field(description="The key that signs the jobs the workers run.")

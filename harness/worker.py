@@ -46,15 +46,25 @@ from records.attestation import (
     STATEMENT_PAYLOAD_TYPE,
     AttestationError,
     WorkerIdentity,
+    load_public_key,
     moment,
     read_key_file,
     rerun_statement,
     sign_envelope,
 )
 from records.canonical import canonical_text, digest, parse_json
+from records.rerun import RerunOf, rerun_manifest
 from records.sources.hardware import UnknownHardwareClassError, hardware_class_named, queue_of
 from records.sources.runnable import harness_definition
-from records.worker_protocol import JOB_TASK, LOG_TAIL_CHARS, MESSAGE_TASK, RESULTS_QUEUE, RerunJob, harness_arguments
+from records.worker_protocol import (
+    JOB_TASK,
+    LOG_TAIL_CHARS,
+    MESSAGE_TASK,
+    RESULTS_QUEUE,
+    RerunJob,
+    harness_arguments,
+    read_signed_job,
+)
 
 logger = logging.getLogger("harness.worker")
 
@@ -101,10 +111,14 @@ def harness_environment(hardware: str) -> dict[str, str]:
 # -- one job -----------------------------------------------------------------------------------------
 
 
-def read_job(value: Any) -> RerunJob:
-    """A job as it came off the queue, checked (records.worker_protocol.RerunJob)."""
+def read_job(value: Any, site_key: str) -> RerunJob:
+    """A job as it came off the queue: signed by the site (its key from the worker's key file), then checked
+    (records.worker_protocol.RerunJob). Anyone who can write to the broker can put a job there; only the site
+    can sign one."""
     try:
-        return RerunJob.model_validate(value)
+        return read_signed_job(value, site_key)
+    except AttestationError as error:
+        raise JobError(f"not a job the site signed: {error}") from None
     except ValidationError as error:
         problem = error.errors()[0]
         raise JobError(f"{'.'.join(str(p) for p in problem['loc'])}: {problem['msg']}") from None
@@ -210,6 +224,7 @@ def attest_job(job: RerunJob, identity: WorkerIdentity, *, unsandboxed: bool = F
     if result is not None:
         # The kernel's own output: the moderators read it in the log, it is no evidence and is not published.
         result.pop("log_tail", None)
+    finished_at = now_text()
     predicate = {
         "jobId": job.jobId,
         "request": job.request,
@@ -221,11 +236,24 @@ def attest_job(job: RerunJob, identity: WorkerIdentity, *, unsandboxed: bool = F
         "harnessOptions": dict(job.harness),
         "result": result,
         "startedAt": started_at,
-        "finishedAt": now_text(),
+        "finishedAt": finished_at,
         "harnessSeconds": round(outcome.seconds, 3),
     }
-    statement = rerun_statement(run_digest=job.runDigest, predicate=predicate)
+    result_run = result_run_digest(job, result, finished_at)
+    statement = rerun_statement(run_digest=job.runDigest, predicate=predicate, result_run_digest=result_run)
     return Attestation(sign_envelope(STATEMENT_PAYLOAD_TYPE, statement, identity.key), outcome.log_tail)
+
+
+def result_run_digest(job: RerunJob, result: dict[str, Any] | None, observed_at: str) -> str | None:
+    """The digest of the run the site will store for this result (records.rerun.rerun_manifest, observed when
+    the harness finished): signed with it, so that the run the pages show is the one this worker measured."""
+    if result is None:
+        return None
+    of = RerunOf(job.run, job.runDigest, job.definition, job.request)
+    manifest = rerun_manifest(
+        of, result, workload=job.workload, implementation=job.implementation, observed_at=observed_at
+    )
+    return digest(manifest["run"])
 
 
 def worker_message(identity: WorkerIdentity, kind: str, instance: str, **fields: Any) -> dict[str, Any]:
@@ -242,6 +270,8 @@ class WorkerState:
     """One worker process: who it is, what it serves, the job it is on, and how it reaches the site."""
 
     identity: WorkerIdentity
+    # The site's public key (base64): the jobs this worker runs are the ones it signed.
+    site_key: str
     hardware: str
     instance: str
     unsandboxed: bool
@@ -252,6 +282,8 @@ class WorkerState:
     # the job was taken is that, and is dropped; one sent after means the site never heard it was taken (the
     # message was lost with the broker), and it runs again.
     taken: dict[str, datetime] = field(default_factory=dict)
+    # The jobs this process attested: never run again, whoever sends them.
+    attested: set[str] = field(default_factory=set)
     stopped: threading.Event = field(default_factory=threading.Event)
 
     def say(self, kind: str, **fields: Any) -> bool:
@@ -264,7 +296,7 @@ class WorkerState:
 
     def run(self, value: Any) -> None:
         try:
-            job = read_job(value)
+            job = read_job(value, self.site_key)
         except JobError as refusal:
             logger.error("a job refused: %s", refusal)
             return
@@ -272,6 +304,9 @@ class WorkerState:
             logger.error(
                 "job %s is for class %s, not this worker's %s: dropped", job.jobId, job.hardwareClass, self.hardware
             )
+            return
+        if job.jobId in self.attested:
+            logger.warning("job %s was run and attested already: dropped", job.jobId)
             return
         if job.jobId in self.taken and moment(job.sentAt) <= self.taken[job.jobId]:
             logger.info("job %s was sent again before this worker took it: dropped", job.jobId)
@@ -281,6 +316,7 @@ class WorkerState:
         try:
             self.say("started", job=job.jobId, classes=[self.hardware])
             attestation = attest_job(job, self.identity, unsandboxed=self.unsandboxed)
+            self.attested.add(job.jobId)
             message = worker_message(
                 self.identity,
                 "result",
@@ -351,6 +387,11 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--broker", default=environ("KERNELINDEX_BROKER_URL") or environ("CELERY_BROKER_URL"))
     parser.add_argument("--class", dest="hardware", default=environ("KERNELINDEX_HARDWARE_CLASS"))
     parser.add_argument("--key", type=Path, default=environ("KERNELINDEX_WORKER_KEY_FILE"))
+    parser.add_argument(
+        "--site-key",
+        default=environ("KERNELINDEX_SITE_KEY"),
+        help="the site's public key, which signs every job (default: the one the key file names)",
+    )
     parser.add_argument("--hostname", default=None, help="this process's name (default NAME@host); %%h is the host")
     parser.add_argument("--broker-folder", type=Path, help="the filesystem:// broker's folder (development)")
     parser.add_argument("--unsandboxed", action="store_true", default=environ("RERUN_UNSANDBOXED") == "true")
@@ -380,15 +421,31 @@ def identity_and_class(key_file: Path, hardware: str | None) -> tuple[WorkerIden
     return identity, named
 
 
+def site_key_of(identity: WorkerIdentity, named: str | None) -> str:
+    """The site's public key that the worker checks jobs with: the one named, else its key file's."""
+    site_key = named or identity.site_key
+    if not site_key:
+        raise SystemExit(
+            f"worker {identity.name}: no site key to check jobs with; its key file predates signed jobs "
+            "(make a new one with manage.py worker_key create) or give --site-key / KERNELINDEX_SITE_KEY"
+        )
+    try:
+        load_public_key(site_key)
+    except AttestationError as error:
+        raise SystemExit(f"--site-key: {error}") from None
+    return site_key
+
+
 def main(argv: list[str] | None = None) -> None:
     from celery.signals import worker_ready, worker_shutdown
     from celery.utils.nodenames import host_format
 
     options = parse_arguments(argv)
     identity, hardware = identity_and_class(options.key, options.hardware)
+    site_key = site_key_of(identity, options.site_key)
     app = make_app(options.broker, options.broker_folder)
     instance = host_format(options.hostname or f"{identity.name}@%h")
-    state = WorkerState(identity, hardware, instance, options.unsandboxed, options.heartbeat, sender(app))
+    state = WorkerState(identity, site_key, hardware, instance, options.unsandboxed, options.heartbeat, sender(app))
 
     @app.task(name=JOB_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
     def rerun_job(job: Mapping[str, Any]) -> None:

@@ -6,8 +6,11 @@ signs with its ed25519 key (through `cryptography`), in a DSSE envelope
 Statement v1 (https://github.com/in-toto/attestation) of predicate type
 `https://kernelindex.dev/rerun/v1`:
 
-- subject: the original run (its content digest) and the harness's result (the
-  digest of its RFC 8785 form);
+- subject: the original run (its content digest), the harness's result (the
+  digest of its RFC 8785 form) and, where the harness wrote a result, the run
+  the site stores for it (the content digest of the result run document the
+  worker made from it: records.rerun.rerun_manifest), so that what the pages
+  show, rank and dump is exactly what was signed;
 - predicate: the job and request it answers, the worker's registered name and
   hardware class, the digests of the definition and solution it ran, the
   harness options, the harness's result as the harness wrote it (harness name,
@@ -42,15 +45,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from records.canonical import DIGEST_PREFIX, canonical_bytes, digest, is_digest
 from records.limits import LimitError, parse_limited
-from records.schema import parse_timestamp
+from records.schema import REFERENCE_FIELDS, parse_timestamp
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://kernelindex.dev/rerun/v1"
 STATEMENT_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 # A worker's own messages to the site: it took a job, it is alive, it stops, here is its result.
 MESSAGE_PAYLOAD_TYPE = "application/vnd.kernelindex.worker-message+json"
+# A job the site sends a worker, signed with the site's own key (records.worker_protocol.sign_job).
+JOB_PAYLOAD_TYPE = "application/vnd.kernelindex.rerun-job+json"
 RUN_SUBJECT = "run"
 RESULT_SUBJECT = "result"
+RESULT_RUN_SUBJECT = "resultRun"
 # An attestation carries a harness result: kilobytes for the demo, far less than this for any real one.
 MAX_ENVELOPE_BYTES = 4 << 20
 # Hundreds of bytes a key: a key set of this size would name tens of thousands of workers.
@@ -60,6 +66,8 @@ JOB_ID_PATTERN = r"^[0-9a-f]{32}$"
 WORKER_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 KEY_FILE_NAME_LINE = "# KernelIndex rerun worker: "
 KEY_FILE_CLASSES_LINE = "# classes: "
+# The site's public key, with which the worker checks every job it is sent (records.worker_protocol).
+KEY_FILE_SITE_LINE = "# site key: "
 
 
 class AttestationError(Exception):
@@ -119,25 +127,38 @@ class WorkerIdentity:
     name: str
     classes: tuple[str, ...]
     key: Ed25519PrivateKey
+    # The site's public key (base64), which signs the jobs this worker runs; None in a key file made before
+    # jobs were signed, which the worker no longer runs with.
+    site_key: str | None = None
 
     @property
     def key_id(self) -> str:
         return key_id(public_key_text(self.key.public_key()))
 
 
-def key_file_text(name: str, classes: Sequence[str], key: Ed25519PrivateKey) -> str:
-    """A worker's key file: its name and classes (for people and for the worker), then the private key."""
-    return f"{KEY_FILE_NAME_LINE}{name}\n{KEY_FILE_CLASSES_LINE}{','.join(classes)}\n{private_key_pem(key)}"
+def key_file_text(name: str, classes: Sequence[str], key: Ed25519PrivateKey, site_key: str) -> str:
+    """A worker's key file: its name and classes (for people and for the worker), the site's public key (which
+    signs its jobs), then the private key."""
+    header = f"{KEY_FILE_NAME_LINE}{name}\n{KEY_FILE_CLASSES_LINE}{','.join(classes)}\n{KEY_FILE_SITE_LINE}{site_key}\n"
+    return header + private_key_pem(key)
 
 
 def read_key_file(text: str) -> WorkerIdentity:
     lines = text.splitlines()
-    names = [line.removeprefix(KEY_FILE_NAME_LINE).strip() for line in lines if line.startswith(KEY_FILE_NAME_LINE)]
-    classes = [line.removeprefix(KEY_FILE_CLASSES_LINE) for line in lines if line.startswith(KEY_FILE_CLASSES_LINE)]
-    if len(names) != 1 or len(classes) != 1 or "-----BEGIN" not in text:
+    names = _header(lines, KEY_FILE_NAME_LINE)
+    classes = _header(lines, KEY_FILE_CLASSES_LINE)
+    sites = _header(lines, KEY_FILE_SITE_LINE)
+    if len(names) != 1 or len(classes) != 1 or len(sites) > 1 or "-----BEGIN" not in text:
         raise AttestationError("not a KernelIndex worker key file (manage.py worker_key create makes one)")
-    hardware = tuple(name for name in classes[0].strip().split(",") if name)
-    return WorkerIdentity(names[0], hardware, load_private_key(text[text.index("-----BEGIN") :]))
+    if sites:
+        load_public_key(sites[0])
+    hardware = tuple(name for name in classes[0].split(",") if name)
+    private = load_private_key(text[text.index("-----BEGIN") :])
+    return WorkerIdentity(names[0], hardware, private, sites[0] if sites else None)
+
+
+def _header(lines: Sequence[str], prefix: str) -> list[str]:
+    return [line.removeprefix(prefix).strip() for line in lines if line.startswith(prefix)]
 
 
 # -- DSSE ------------------------------------------------------------------------------------
@@ -233,7 +254,9 @@ class Subject(_Closed):
 
 class Statement(_Closed):
     type: Literal["https://in-toto.io/Statement/v1"] = Field(alias="_type")
-    subject: list[Subject] = Field(min_length=2, max_length=2)
+    # The run and the result; and the result run where the harness wrote a result (statements made before it
+    # was signed have two).
+    subject: list[Subject] = Field(min_length=2, max_length=3)
     predicateType: Literal["https://kernelindex.dev/rerun/v1"]  # noqa: N815
     predicate: RerunPredicate
 
@@ -245,17 +268,18 @@ def subject_digest(value: str) -> dict[str, str]:
     return {"sha256": value.removeprefix(DIGEST_PREFIX)}
 
 
-def rerun_statement(*, run_digest: str, predicate: Mapping[str, Any]) -> dict[str, Any]:
-    """The statement a worker signs: the run it reran and the result it got (the subject), and how."""
-    return {
-        "_type": STATEMENT_TYPE,
-        "subject": [
-            {"name": RUN_SUBJECT, "digest": subject_digest(run_digest)},
-            {"name": RESULT_SUBJECT, "digest": subject_digest(digest(predicate.get("result")))},
-        ],
-        "predicateType": PREDICATE_TYPE,
-        "predicate": dict(predicate),
-    }
+def rerun_statement(
+    *, run_digest: str, predicate: Mapping[str, Any], result_run_digest: str | None = None
+) -> dict[str, Any]:
+    """The statement a worker signs: the run it reran, the result it got and the run the site stores for that
+    result (the subject), and how."""
+    subjects = [
+        {"name": RUN_SUBJECT, "digest": subject_digest(run_digest)},
+        {"name": RESULT_SUBJECT, "digest": subject_digest(digest(predicate.get("result")))},
+    ]
+    if result_run_digest is not None:
+        subjects.append({"name": RESULT_RUN_SUBJECT, "digest": subject_digest(result_run_digest)})
+    return {"_type": STATEMENT_TYPE, "subject": subjects, "predicateType": PREDICATE_TYPE, "predicate": dict(predicate)}
 
 
 @dataclass(frozen=True)
@@ -266,10 +290,18 @@ class Attested:
     run_digest: str
     result_digest: str
     predicate: RerunPredicate
+    # The content digest of the result run the worker made from its result (None where it wrote no result, and
+    # in statements signed before result runs were): the only run the collector stores for this attestation.
+    result_run_digest: str | None = None
 
     @property
     def job_id(self) -> str:
         return self.predicate.jobId
+
+    def shows(self, result_run_digest: str | None) -> bool:
+        """Whether a stored result run is the one this attestation signed (any, where it signed none: made before
+        result runs were signed)."""
+        return self.result_run_digest is None or self.result_run_digest == result_run_digest
 
     @property
     def worker(self) -> str:
@@ -293,14 +325,25 @@ def read_statement(payload_type: str, body: dict[str, Any], keyid: str) -> Attes
     except ValidationError as error:
         raise AttestationError(f"not a KernelIndex rerun statement: {_first_problem(error)}") from None
     subjects = {subject.name: subject.digest.get("sha256", "") for subject in statement.subject}
+    if len(subjects) != len(statement.subject) or not set(subjects) <= {
+        RUN_SUBJECT,
+        RESULT_SUBJECT,
+        RESULT_RUN_SUBJECT,
+    }:
+        raise AttestationError(f"the subject names {sorted(subjects)}, not the run, the result and its run once each")
     run_digest, result_digest = (DIGEST_PREFIX + subjects.get(name, "") for name in (RUN_SUBJECT, RESULT_SUBJECT))
     if not is_digest(run_digest) or not is_digest(result_digest):
         raise AttestationError("the subject names no run digest or no result digest")
     if digest(statement.predicate.result) != result_digest:
         raise AttestationError("the predicate's result is not the result its subject names")
+    result_run = DIGEST_PREFIX + subjects[RESULT_RUN_SUBJECT] if RESULT_RUN_SUBJECT in subjects else None
+    if result_run is not None and not is_digest(result_run):
+        raise AttestationError("the subject's result run is not a sha256 digest")
+    if result_run is not None and statement.predicate.result is None:
+        raise AttestationError("the subject names a result run for a harness that wrote no result")
     for text in (statement.predicate.startedAt, statement.predicate.finishedAt):
         moment(text)
-    return Attested(keyid, run_digest, result_digest, statement.predicate)
+    return Attested(keyid, run_digest, result_digest, statement.predicate, result_run)
 
 
 def moment(text: str) -> datetime:
@@ -312,18 +355,11 @@ def moment(text: str) -> datetime:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
-def payload_of(envelope: Mapping[str, Any]) -> dict[str, Any]:
-    """The payload of an envelope this site verified when it took it in (a stored one), without checking again."""
-    value = parse_limited(base64.b64decode(str(envelope["payload"])))
-    if not isinstance(value, dict):
-        raise AttestationError("the payload is not a JSON object")
-    return value
-
-
-def stored_statement(envelope: Mapping[str, Any]) -> Attested:
-    """A stored envelope's statement, as read_statement reads it (the signature was checked when it came in)."""
+def verified_statement(envelope: Any, public_key: str) -> Attested:
+    """A stored attestation, verified again with the key that signed it before anything reads its figures: an
+    envelope edited after it came in (its signature kept) no longer verifies, and moves nothing."""
     checked = read_envelope(envelope)
-    return read_statement(checked.payloadType, payload_of(envelope), checked.signatures[0].keyid)
+    return read_statement(checked.payloadType, verify_envelope(checked, public_key), checked.signatures[0].keyid)
 
 
 # -- the published key set ------------------------------------------------------------------------
@@ -423,6 +459,32 @@ def figures(attested: Attested) -> list[str]:
     return said
 
 
+def check_result_run(attested: Attested, twin: Any) -> str:
+    """That a run's JSON twin (/runs/<id>.json) is the result run this attestation signed: its run document is
+    the one the subject names, and every document it embeds is the one the run references. Its run id, else
+    AttestationError."""
+    if attested.result_run_digest is None:
+        raise AttestationError(
+            "this attestation names no result run: its harness wrote no result, or it was signed before result "
+            "runs were"
+        )
+    run = twin.get("run") if isinstance(twin, Mapping) else None
+    spec = run.get("spec") if isinstance(run, Mapping) else None
+    if not isinstance(twin, Mapping) or not isinstance(run, Mapping) or not isinstance(spec, Mapping):
+        raise AttestationError("not a run's JSON twin: it has no run document")
+    if digest(run) != attested.result_run_digest:
+        raise AttestationError(
+            f"its run document is {digest(run)}, not the result run {attested.result_run_digest} the worker signed"
+        )
+    for role, field in REFERENCE_FIELDS.items():
+        if role in twin and digest(twin[role]) != spec.get(field):
+            raise AttestationError(f"its {role} document is not the one its run references ({field})")
+    ran = (spec.get("workloadDigest"), spec.get("implementationDigest"))
+    if ran != (attested.predicate.workloadDigest, attested.predicate.implementationDigest):
+        raise AttestationError("its run names another definition or solution than the attestation")
+    return str((run.get("metadata") or {}).get("name") or "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m records.attestation", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -431,16 +493,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     verify.add_argument(
         "--keys", type=Path, required=True, help="the workers' keys: /api/v1/workers, or a dump's workers.jsonl.gz"
     )
+    verify.add_argument("--run", type=Path, help="the result run's JSON twin (/runs/<id>.json), checked against it")
+    verify.add_argument(
+        "--recorded-at",
+        type=moment,
+        help="when the site took the attestation in (the rerun's attestationRecordedAt): a key revoked after that "
+        "still verifies it, as the site keeps it",
+    )
     options = parser.parse_args(argv)
     try:
         raw = options.file.read_bytes()
         if len(raw) > MAX_ENVELOPE_BYTES:
             raise AttestationError(f"larger than {MAX_ENVELOPE_BYTES} bytes, which no attestation is")
-        attested, key = verify_with_key_set(parse_limited(raw), read_key_set_file(options.keys))
-    except (AttestationError, OSError, ValueError) as error:
+        keys = read_key_set_file(options.keys)
+        attested, key = verify_with_key_set(parse_limited(raw), keys, recorded_at=options.recorded_at)
+        result_run = check_result_run(attested, parse_limited(options.run.read_bytes())) if options.run else None
+    except (AttestationError, OSError, ValueError, LimitError) as error:
         print(f"{options.file}: NOT verified: {error}", file=sys.stderr)
         return 1
     print(f"{options.file}: verified: signed by worker {key.name} ({key.keyId})")
+    if key.revokedAt is not None:
+        print(
+            f"  worker {key.name}'s key was revoked at {key.revokedAt}, after the site recorded this "
+            f"attestation ({options.recorded_at.isoformat()}): it counts, as it does on the site"
+        )
+    if options.run:
+        print(f"  {options.run} is the result run the worker signed ({result_run}, {attested.result_run_digest})")
     for line in figures(attested):
         print(f"  {line}")
     return 0

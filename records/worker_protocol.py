@@ -1,14 +1,18 @@
 """What the site and a rerun worker say to each other over the broker, and nothing else.
 
-The site sends a job (RerunJob) to its hardware class's queue (`reruns.<class>`,
-records.sources.hardware); the worker (harness/worker.py) answers on the
+The site sends a job (RerunJob, in a DSSE envelope signed with the site's own
+key: sign_job) to its hardware class's queue (`reruns.<class>`,
+records.sources.hardware); the worker checks the site's signature before it
+reads anything else (read_signed_job), and (harness/worker.py) answers on the
 results queue with signed messages (WorkerMessage, in DSSE envelopes,
 records.attestation): it took a job, it is alive, it stops, and its result,
 which carries the signed attestation. A worker holds no database, so these are
 the whole contract between the two sides; both import them from here.
 
 Everything in a job or a message came through the broker, which a GPU host can
-write to: each is checked strictly before anything acts on it.
+write to: each is signed by its sender and checked strictly before anything
+acts on it. A job a broker holder rewrote (its options, its documents, its
+class) no longer verifies, and no worker runs it.
 """
 
 from __future__ import annotations
@@ -17,9 +21,19 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from records.attestation import JOB_ID_PATTERN, WORKER_NAME_PATTERN, AttestationError, moment
+from records.attestation import (
+    JOB_ID_PATTERN,
+    JOB_PAYLOAD_TYPE,
+    WORKER_NAME_PATTERN,
+    AttestationError,
+    moment,
+    read_envelope,
+    sign_envelope,
+    verify_envelope,
+)
 from records.rerun import rerun_precision
 
 # Task names and the results queue, as both sides send and consume them.
@@ -91,6 +105,9 @@ class RerunJob(_Closed):
     request: int = Field(ge=1)
     run: str = Field(min_length=1, max_length=16)
     runDigest: str = Field(pattern=DIGEST_PATTERN)  # noqa: N815
+    # What the result run's title names the definition (records.rerun.RerunOf): the worker makes the result run
+    # it signs (records.attestation.RESULT_RUN_SUBJECT) exactly as the collector stores it.
+    definition: str = Field(max_length=500)
     hardwareClass: str = Field(max_length=64)  # noqa: N815
     # The run's Workload (definition, reference and cases) and Implementation (the solution) documents, whole.
     workload: dict[str, Any]
@@ -118,7 +135,9 @@ class RerunJob(_Closed):
                 raise ValueError(f"harness option {name!r} is not one a job may set ({', '.join(HARNESS_OPTIONS)})")
             if isinstance(value, bool) and bool in allowed:
                 continue  # a flag: given when True
-            if isinstance(value, bool) or not isinstance(value, allowed):
+            # A whole number is a float's value too: the canonical JSON a job is signed in writes 1.0 as 1.
+            wanted = (*allowed, int) if float in allowed else allowed
+            if isinstance(value, bool) or not isinstance(value, wanted):
                 raise ValueError(
                     f"harness option {name!r}: {value!r} is not a {' or '.join(t.__name__ for t in allowed)}"
                 )
@@ -144,3 +163,18 @@ class WorkerMessage(_Closed):
     job: str | None = Field(default=None, pattern=JOB_ID_PATTERN)
     attestation: dict[str, Any] | None = None
     logTail: str = Field(default="", max_length=LOG_TAIL_CHARS)  # noqa: N815
+
+
+def sign_job(job: RerunJob, site_key: Ed25519PrivateKey) -> dict[str, Any]:
+    """A job as the site sends it: signed with the site's key, so that no one who can write to the broker can
+    rewrite it (its options, documents or class) or make one up."""
+    return sign_envelope(JOB_PAYLOAD_TYPE, job.model_dump(), site_key)
+
+
+def read_signed_job(value: Any, site_key: str) -> RerunJob:
+    """A job off the queue: its envelope signed by the site's key (base64), then its body checked strictly.
+    AttestationError or ValueError (pydantic's) says why not."""
+    envelope = read_envelope(value)
+    if envelope.payloadType != JOB_PAYLOAD_TYPE:
+        raise AttestationError(f"a {envelope.payloadType!r}, not a rerun job")
+    return RerunJob.model_validate(verify_envelope(envelope, site_key))

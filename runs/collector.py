@@ -6,8 +6,9 @@ WorkerMessage (records.worker_protocol), signed with its key. Here each is
 verified against the worker registry (a key registered on this site, not
 revoked, for the classes it names), and a result's attestation against the
 request it answers: the job the request is running now, on the worker that took
-it, for the run version and the hardware class it was asked for, never answered
-before. Only then is anything written (runs.reruns.record_result). Every refusal
+it, for the run version, the documents, the harness options and the hardware
+class it was asked for, never answered before, signing the very result run that
+will be stored. Only then is anything written (runs.reruns.record_result). Every refusal
 is one log line and writes nothing.
 """
 
@@ -160,3 +161,14 @@ def _matches(request: RerunRequest, key: WorkerKey, instance: str, attested: Att
     ran = (attested.predicate.workloadDigest, attested.predicate.implementationDigest)
     if ran != (spec.get("workloadDigest"), spec.get("implementationDigest")):
         raise RefusedError(f"the attestation is of another definition or solution than rerun #{request.pk}'s run")
+    if attested.predicate.harnessOptions != request.harness_options:
+        # A job rewritten on the broker no longer verifies at the worker; this is the site's own check, that the
+        # evaluation it records is the one it asked for (precision, budget, limits, protocol, device).
+        raise RefusedError(
+            f"the attestation ran with options {attested.predicate.harnessOptions}, not rerun #{request.pk}'s "
+            f"{request.harness_options}"
+        )
+    if attested.result is not None and not reruns.signs_result_run(
+        attested, reruns.result_run_manifest(request, attested.result, attested.predicate.finishedAt)
+    ):
+        raise RefusedError(f"the attestation does not sign the result run rerun #{request.pk} would store")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -32,7 +32,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from records.attestation import AttestationError, Attested, stored_statement
+from records.attestation import AttestationError, Attested
+from records.canonical import digest
 from records.rerun import (
     INCONCLUSIVE,
     RerunOf,
@@ -44,7 +45,7 @@ from records.rerun import (
 )
 from records.sources import rerun_protocol_of
 from records.sources.hardware import UnknownHardwareClassError, hardware_class_named
-from records.worker_protocol import JOB_TASK, RerunJob, rerun_harness_options
+from records.worker_protocol import JOB_TASK, RerunJob, rerun_harness_options, sign_job
 from runs.figures import RUN_COUNTERS, refresh_group_figures, refresh_run_counters
 from runs.ingest import import_manifest
 from runs.models import (
@@ -59,6 +60,7 @@ from runs.models import (
 )
 from runs.models import INCONCLUSIVE as INCONCLUSIVE_LEVEL
 from runs.selectors import document_value, live_hardware_classes, run_hardware_class
+from runs.worker_keys import site_signing_key
 from web.scopes import RERUN_PROGRESS, RERUN_RESULT, RERUN_VERDICT
 
 logger = logging.getLogger(__name__)
@@ -143,6 +145,7 @@ def request_rerun(
                 reason=reason.strip(),
                 requested_by=user if isinstance(user, get_user_model()) else None,
                 job_id=new_job_id(),
+                harness_options=harness_options(run, hardware),
             )
             log_rerun(
                 request,
@@ -176,6 +179,10 @@ def send_rerun(request_id: int, *, countdown: float | None = None) -> bool:
     if not request.job_id:  # a request stored before jobs had ids
         RerunRequest.objects.filter(pk=request.pk, job_id="").update(job_id=new_job_id())
         request.refresh_from_db()
+    if not request.harness_options:  # a request stored before its options were
+        options = harness_options(request.run, request.hardware)
+        RerunRequest.objects.filter(pk=request.pk, harness_options={}).update(harness_options=options)
+        request.refresh_from_db()
     try:
         job = rerun_job(request)
     except RerunRefusedError as refusal:
@@ -199,36 +206,64 @@ def new_job_id() -> str:
 
 
 def rerun_job(request: RerunRequest) -> dict[str, Any]:
-    """What a worker is sent (records.worker_protocol.RerunJob): all the harness needs, and nothing of the site's."""
+    """What a worker is sent (records.worker_protocol.RerunJob), signed with the site's key: all the harness
+    needs, and nothing of the site's."""
     documents = requested_documents(request)
     job = RerunJob(
         jobId=request.job_id,
         request=request.pk,
         run=request.run.run_id,
         runDigest=request.run_digest,
+        definition=rerun_of(request).definition,
         hardwareClass=request.hardware,
         workload=documents.workload,
         implementation=documents.implementation,
-        harness=harness_options(request),
+        harness=request.harness_options,
         sentAt=timezone.now().isoformat().replace("+00:00", "Z"),
     )
-    return job.model_dump()
+    return sign_job(job, site_signing_key())
 
 
-def harness_options(request: RerunRequest) -> dict[str, str | int | float | bool]:
-    """The options of `python -m harness run` for this request, one entry each (records.worker_protocol).
+def rerun_of(request: RerunRequest) -> RerunOf:
+    """The original run as its rerun's result run names it: the job carries it, the collector stores it."""
+    run = request.run
+    return RerunOf(run.run_id, request.run_digest, run.definition.name if run.definition else run.title, request.pk)
+
+
+def harness_options(run: Run, hardware: str) -> dict[str, str | int | float | bool]:
+    """The options of `python -m harness run` for a rerun of this run on this class, one entry each
+    (records.worker_protocol), fixed when the rerun is asked for.
 
     The rerun follows the protocol of the run's source (records.sources: SourceInfo.rerun_protocol), and takes
     pairs until each case's speedup interval is within half the tolerance, or the case's budget ends.
     """
     return rerun_harness_options(
-        device=hardware_class_named(request.hardware).device,
-        protocol=rerun_protocol_of(request.run.source),
+        device=hardware_class_named(hardware).device,
+        protocol=rerun_protocol_of(run.source),
         tolerance=settings.RERUN_TOLERANCE,
         case_budget=settings.RERUN_CASE_BUDGET_SECONDS,
         timeout=settings.RERUN_TIMEOUT_SECONDS,
         memory_mb=settings.RERUN_MEMORY_MB,
     )
+
+
+def result_run_manifest(request: RerunRequest, result: dict[str, Any], observed_at: str) -> dict[str, Any]:
+    """The run the site stores for a result, as the worker makes and signs it (records.attestation
+    RESULT_RUN_SUBJECT): the result, observed when the harness finished (the attested finishedAt), and the
+    documents of the run version asked for."""
+    documents = requested_documents(request)
+    return rerun_manifest(
+        rerun_of(request),
+        result,
+        workload=documents.workload,
+        implementation=documents.implementation,
+        observed_at=observed_at,
+    )
+
+
+def signs_result_run(attested: Attested, manifest: dict[str, Any]) -> bool:
+    """Whether the attestation's subject names exactly this result run: what is signed is what is stored."""
+    return attested.result_run_digest is not None and attested.result_run_digest == digest(manifest["run"])
 
 
 def fail_queued(request: RerunRequest, status: str, reason: str) -> None:
@@ -312,15 +347,10 @@ def record_result(request: RerunRequest, attempt: int, attested: Attested, attes
         if decided.retry and attempt < settings.RERUN_MAX_ATTEMPTS:
             retry_later(request, attempt, decided, attestation)
             return
-        documents = requested_documents(request)
-        of = RerunOf(run.run_id, request.run_digest, run.definition.name if run.definition else run.title, request.pk)
-        manifest = rerun_manifest(
-            of,
-            result,
-            workload=documents.workload,
-            implementation=documents.implementation,
-            observed_at=timezone.now().isoformat().replace("+00:00", "Z"),
-        )
+        manifest = result_run_manifest(request, result, attested.predicate.finishedAt)
+        if not signs_result_run(attested, manifest):
+            # The collector checked it before it called here; a stored run must be the signed one, whoever calls.
+            raise AttestationError(f"rerun #{request.pk}: the attestation does not sign the result run it would store")
         result_run = import_manifest(manifest, f"rerun:{request.pk}")
         passed = result.get("status") == "PASSED"
         RerunRequest.objects.filter(pk=request.pk).update(
@@ -399,14 +429,19 @@ def record_failure(
 
 
 def refresh_evidence(run: Run) -> EvidenceChange | None:
-    """Apply the evidence rule: the latest conclusive rerun on the run's own hardware class decides;
-    with none (reevaluate may leave none), the run is back to what its source reported."""
-    own = RerunRequest.objects.filter(run=run, hardware=run_hardware_class(run), result_run__isnull=False).order_by(
-        "-finished_at", "-id"
-    )
-    latest = own.exclude(verdict=INCONCLUSIVE).first()
+    """Apply the evidence rule: the latest conclusive rerun on the run's own hardware class whose attestation
+    still verifies decides; with none (reevaluate may leave none), the run is back to what its source reported."""
+    own = RerunRequest.objects.filter(run=run, hardware=run_hardware_class(run), result_run__isnull=False)
+    standing = [
+        request
+        for request in own.select_related("attestation__worker_key").order_by("-finished_at", "-id")
+        # A rerun whose stored attestation no longer verifies moves nothing; one decided before reruns were
+        # attested has nothing to verify, and stands as it was decided.
+        if request.attestation is None or request.attestation.verified() is not None
+    ]
+    latest = next((request for request in standing if request.verdict != INCONCLUSIVE), None)
     level = latest.verdict if latest else Run.Evidence.REPORTED
-    decider = latest or own.first()
+    decider = latest or next(iter(standing), None)
     if decider is None or level == run.evidence:
         return None
     change = EvidenceChange.objects.create(
@@ -430,7 +465,8 @@ def refresh_evidence(run: Run) -> EvidenceChange | None:
 class Reevaluated:
     changed: int = 0
     change: EvidenceChange | None = None
-    # Reruns decided before their figures were attested (or whose attestation cannot be read): left as decided.
+    # Reruns decided before their figures were attested, or whose stored attestation no longer verifies: left as
+    # decided.
     unattested: int = 0
 
 
@@ -440,7 +476,7 @@ def reevaluate_run(run: Run) -> Reevaluated:
     outcome = Reevaluated()
     with transaction.atomic():
         reruns = RerunRequest.objects.select_for_update(of=("self",)).filter(run=run, result_run__isnull=False)
-        for request in reruns.select_related("attestation"):
+        for request in reruns.select_related("attestation__worker_key"):
             attested = _attested(request)
             if attested is None or attested.result is None:
                 outcome.unattested += attested is None
@@ -465,13 +501,7 @@ def reevaluate_run(run: Run) -> Reevaluated:
 
 
 def _attested(request: RerunRequest) -> Attested | None:
-    if request.attestation is None:
-        return None
-    try:
-        return stored_statement(request.attestation.envelope)
-    except (AttestationError, ValueError) as error:
-        logger.error("rerun #%s: its stored attestation cannot be read: %s", request.pk, error)
-        return None
+    return request.attestation.verified() if request.attestation is not None else None
 
 
 # -- worker heartbeats -----------------------------------------------------------------
@@ -506,12 +536,23 @@ class SweepResult:
 SWEPT_AT = "reruns:swept-at"
 
 
+def _swept_at(value: Any) -> datetime | None:
+    """When the sweep last ran, as SWEPT_AT keeps it (seconds since the epoch: the cache holds JSON,
+    web/json_cache.py); None for anything else."""
+    if type(value) not in (int, float):
+        return None
+    try:
+        return datetime.fromtimestamp(value, UTC)
+    except (OverflowError, OSError, ValueError):  # out of range, or NaN
+        return None
+
+
 def sweep_reruns() -> SweepResult:
     """Send again what the broker lost; take back, retry or fail what a lost worker left running."""
     now = timezone.now()
     swept = SweepResult()
-    last = cache.get(SWEPT_AT)
-    cache.set(SWEPT_AT, now, timeout=None)
+    last = _swept_at(cache.get(SWEPT_AT))
+    cache.set(SWEPT_AT, now.timestamp(), timeout=None)
     resend_before = now - timedelta(seconds=settings.RERUN_RESEND_AFTER_SECONDS)
     waiting = (
         RerunRequest.objects.filter(state=RerunRequest.State.QUEUED)

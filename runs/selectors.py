@@ -403,6 +403,8 @@ class RerunRow:
     result: dict[str, Any] | None
     reported_ns: float | None
     counts_for_evidence: bool
+    # Whether its stored attestation verifies and signs the result run shown (None: a rerun with no attestation).
+    attestation_verified: bool | None = None
 
     @property
     def latency(self) -> dict[str, float]:
@@ -436,20 +438,22 @@ def rerun_rows(run: Run, own_class: str) -> list[RerunRow]:
         return []
     requests = list(
         run.rerun_requests.select_related("result_run", "attestation__worker_key")
-        .defer("attestation__envelope", "attestation__log_tail")
+        .defer("attestation__log_tail")
         .order_by("-requested_at", "-id")
     )
     digests = [r.result_run.digest for r in requests if r.result_run is not None]
     documents = Document.objects.in_bulk(digests)
-    return [
-        RerunRow(
-            request,
-            documents[request.result_run.digest].value["spec"] if request.result_run else None,
-            run.latency_ns,
-            request.hardware == own_class,
-        )
-        for request in requests
-    ]
+    rows = []
+    for request in requests:
+        # Verified again here, as on every read: a rerun whose attestation no longer verifies counts for nothing,
+        # and its figures are shown only where they are the result run its worker signed.
+        attested = request.attestation.verified() if request.attestation else None
+        shown_digest = request.result_run.digest if request.result_run else None
+        verified = None if request.attestation is None else attested is not None and attested.shows(shown_digest)
+        result = documents[shown_digest].value["spec"] if shown_digest and verified is not False else None
+        counts = request.hardware == own_class and (request.attestation is None or attested is not None)
+        rows.append(RerunRow(request, result, run.latency_ns, counts, verified))
+    return rows
 
 
 def live_hardware_classes() -> dict[str, int]:

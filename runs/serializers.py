@@ -85,6 +85,11 @@ def rerun_json(row: RerunRow) -> dict[str, Any]:
         if result_run
         else None,
         "attestation": reverse("runs:rerun_attestation", args=[request.pk]) if request.attestation_id else None,
+        # Verified again as this page was made (with the result run it signs); null where there is none.
+        "attestationVerified": row.attestation_verified,
+        # When the site took it in: a key revoked later still verifies it (python -m records.attestation verify
+        # --recorded-at).
+        "attestationRecordedAt": _timestamp(request.attestation.received_at) if request.attestation else None,
         "cases": row.cases,
     }
 

@@ -8,12 +8,16 @@ under a registered key that is not revoked, for the classes it is registered for
 
 from __future__ import annotations
 
+import os
 import re
 import socket
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -22,7 +26,9 @@ from records.attestation import (
     AttestationError,
     key_file_text,
     key_id,
+    load_private_key,
     new_private_key,
+    private_key_pem,
     public_key_text,
     read_key_file,
 )
@@ -30,6 +36,7 @@ from records.sources.hardware import UnknownHardwareClassError, hardware_class_n
 from runs.models import WorkerKey
 
 LOCAL_KEY_FILE = "worker-local.key"
+SITE_KEY_LINE = "# KernelIndex site key: signs the rerun jobs this site sends. Keep it; never hand it out.\n"
 
 
 class WorkerKeyError(Exception):
@@ -62,7 +69,7 @@ def create_worker_key(name: str, classes: list[str]) -> CreatedKey:
             )
     except IntegrityError:
         raise WorkerKeyError(f"a worker named {name!r} is registered already; give this one another name") from None
-    return CreatedKey(registered, key_file_text(name, names, private))
+    return CreatedKey(registered, key_file_text(name, names, private, site_public_key()))
 
 
 def revoke_worker_key(name: str) -> bool:
@@ -85,7 +92,8 @@ def local_worker_key(hardware: str) -> Path:
         except AttestationError:
             identity = None
         usable = WorkerKey.objects.registered_here().filter(revoked_at__isnull=True)
-        if identity is not None and hardware in identity.classes and usable.filter(key_id=identity.key_id).exists():
+        current = identity is not None and identity.site_key == site_public_key() and hardware in identity.classes
+        if current and usable.filter(key_id=identity.key_id).exists():  # type: ignore[union-attr]
             return path
     stem = "local-" + re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname())[:80]
     # A name not taken: keys are never deleted, so an earlier local key keeps its name.
@@ -99,3 +107,33 @@ def local_worker_key(hardware: str) -> Path:
     path.chmod(0o600)
     path.write_text(created.key_file)
     return path
+
+
+def site_signing_key() -> Ed25519PrivateKey:
+    """The site's own key (settings.SITE_KEY_FILE), which signs every job it sends; made there on first use."""
+    path = Path(settings.SITE_KEY_FILE)
+    if not path.is_file():
+        _write_new_site_key(path)
+    try:
+        return load_private_key(path.read_text())
+    except (OSError, AttestationError) as error:
+        raise ImproperlyConfigured(f"SITE_KEY_FILE {path}: {error}") from None
+
+
+def _write_new_site_key(path: Path) -> None:
+    """A new key, readable by the site alone, put in place whole (a link, which fails where another process of
+    the site put one first, whose key is then the site's)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".site-key-", delete=False) as handle:
+        handle.write(SITE_KEY_LINE + private_key_pem(new_private_key()))
+    try:
+        os.link(handle.name, path)
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(handle.name)
+
+
+def site_public_key() -> str:
+    """The site's public key (base64), as the workers' key files and /api/v1/workers carry it."""
+    return public_key_text(site_signing_key().public_key())

@@ -132,8 +132,9 @@ def test_a_signed_statement_whose_result_is_not_its_subject_is_refused(worker: t
 
 def test_a_key_file_holds_the_name_the_classes_and_the_key() -> None:
     key = new_private_key()
-    identity = read_key_file(key_file_text("gpu-1", ["cpu", "nvidia-h100"], key))
-    assert (identity.name, identity.classes) == ("gpu-1", ("cpu", "nvidia-h100"))
+    site = public_key_text(new_private_key().public_key())
+    identity = read_key_file(key_file_text("gpu-1", ["cpu", "nvidia-h100"], key, site))
+    assert (identity.name, identity.classes, identity.site_key) == ("gpu-1", ("cpu", "nvidia-h100"), site)
     assert identity.key_id == key_id(public_key_text(key.public_key()))
     with pytest.raises(AttestationError, match="not a KernelIndex worker key file"):
         read_key_file("-----BEGIN PRIVATE KEY-----\n")
@@ -156,6 +157,7 @@ def test_a_job_sets_only_the_harness_options_it_may(harness: dict[str, Any], why
         "request": 1,
         "run": "0123456789ab",
         "runDigest": RUN_DIGEST,
+        "definition": "d",
         "hardwareClass": "cpu",
         "workload": {},
         "implementation": {},

@@ -21,7 +21,8 @@ from records.attestation import (
 from records.canonical import digest
 from runs.collector import collect
 from runs.models import RerunRequest, WorkerKey
-from runs.reruns import requested_documents, rerun_job
+from runs.reruns import requested_documents, rerun_job, result_run_manifest
+from runs.worker_keys import site_public_key
 
 INSTANCE = "tests:1"
 WORKER = "tests-worker"
@@ -59,7 +60,7 @@ def predicate(request: RerunRequest, result: dict[str, Any] | None, identity: Wo
         "hardwareClass": request.hardware,
         "workloadDigest": digest(documents.workload),
         "implementationDigest": digest(documents.implementation),
-        "harnessOptions": {"device": "cpu", "protocol": "kernelindex"},
+        "harnessOptions": request.harness_options,
         "result": result,
         "startedAt": "2026-08-24T10:00:00Z",
         "finishedAt": "2026-08-24T10:00:01Z",
@@ -68,7 +69,10 @@ def predicate(request: RerunRequest, result: dict[str, Any] | None, identity: Wo
 
 
 def attestation(request: RerunRequest, values: dict[str, Any], identity: WorkerIdentity) -> dict[str, Any]:
-    statement = rerun_statement(run_digest=request.run_digest, predicate=values)
+    """The worker's signed statement of these values, naming the result run it made, as harness.worker does."""
+    result = values.get("result")
+    result_run = None if result is None else digest(result_run_manifest(request, result, values["finishedAt"])["run"])
+    statement = rerun_statement(run_digest=request.run_digest, predicate=values, result_run_digest=result_run)
     return sign_envelope(STATEMENT_PAYLOAD_TYPE, statement, identity.key)
 
 
@@ -108,7 +112,8 @@ def rerun_here(request: RerunRequest, *, unsandboxed: bool = False) -> RerunRequ
         return True
 
     request.refresh_from_db()
-    WorkerState(worker_identity(), request.hardware, INSTANCE, unsandboxed, 60.0, send).run(rerun_job(request))
+    state = WorkerState(worker_identity(), site_public_key(), request.hardware, INSTANCE, unsandboxed, 60.0, send)
+    state.run(rerun_job(request))
     for message in sent:
         assert collect(message) is None
     request.refresh_from_db()

@@ -17,9 +17,9 @@ from django.contrib.admin.models import LogEntry
 from django.utils import timezone
 
 from harness.worker import worker_message
-from records.attestation import STATEMENT_PAYLOAD_TYPE, sign_envelope
+from records.attestation import STATEMENT_PAYLOAD_TYPE, rerun_statement, sign_envelope, verified_statement
 from runs.collector import collect
-from runs.models import EvidenceChange, RerunAttestation, RerunRequest, RerunWorker, Run, WorkerKey
+from runs.models import Document, EvidenceChange, RerunAttestation, RerunRequest, RerunWorker, Run, WorkerKey
 from runs.reruns import request_rerun
 from runs.worker_keys import revoke_worker_key
 from tests.results import harness_result
@@ -199,3 +199,61 @@ def test_what_is_not_a_message_is_refused(refused: Callable[..., None]) -> None:
     refused(statement, "not a worker's message")
     message_type = worker_message(identity, "beat", INSTANCE)["payloadType"]
     refused(sign_envelope(message_type, {"type": "x"}, identity.key), "no worker's message")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"precision": 0.9},  # the interval a rewritten job asked for: 6 pairs a case instead of 25
+        {"case-budget": 0.2},
+        {"timeout": 5, "memory-mb": 64},
+        {"protocol": "sol-execbench"},
+    ],
+)
+def test_a_result_of_other_harness_options_than_the_request_is_refused(
+    running: RerunRequest, refused: Callable[..., None], options: dict[str, Any]
+) -> None:
+    identity = worker_identity()
+    values = predicate(running, passing(running), identity)
+    values["harnessOptions"] = running.harness_options | options
+    refused(result_message(identity, attestation(running, values, identity), running.job_id), "ran with options")
+
+
+def test_the_requests_options_are_fixed_when_it_is_asked_for_and_a_later_setting_changes_nothing(
+    demo: Callable[[str], Run], settings: Any
+) -> None:
+    request = request_rerun(demo("rmsnorm-row-loop"), user=None)
+    asked = dict(request.harness_options)
+    assert asked["precision"] > 0 and asked["case-budget"] == settings.RERUN_CASE_BUDGET_SECONDS
+    settings.RERUN_CASE_BUDGET_SECONDS = 0.2
+    running = claim(request)
+    assert attested.attest(running, passing(running)).state == "succeeded"
+    assert RerunRequest.objects.get(pk=request.pk).harness_options == asked
+
+
+def test_a_result_whose_signature_does_not_cover_the_run_stored_for_it_is_refused(
+    running: RerunRequest, refused: Callable[..., None]
+) -> None:
+    identity = worker_identity()
+    values = predicate(running, passing(running), identity)
+    # Signed without the result run (as a worker before result runs were signed), and with another one.
+    unsigned = sign_envelope(
+        STATEMENT_PAYLOAD_TYPE, rerun_statement(run_digest=running.run_digest, predicate=values), identity.key
+    )
+    refused(result_message(identity, unsigned, running.job_id), "does not sign the result run")
+    other = rerun_statement(run_digest=running.run_digest, predicate=values, result_run_digest="sha256:" + "e" * 64)
+    refused(
+        result_message(identity, sign_envelope(STATEMENT_PAYLOAD_TYPE, other, identity.key), running.job_id),
+        "does not sign the result run",
+    )
+
+
+def test_the_result_run_stored_is_the_one_the_worker_signed_with_its_own_observed_time(
+    running: RerunRequest,
+) -> None:
+    request = attested.attest(running, passing(running))
+    assert request.result_run is not None and request.attestation is not None
+    signed = verified_statement(request.attestation.envelope, request.attestation.worker_key.public_key)
+    assert signed.result_run_digest == request.result_run.digest
+    stored = json.loads(Document.objects.get(digest=request.result_run.digest).canonical)
+    assert stored["spec"]["observedAt"] == signed.predicate.finishedAt

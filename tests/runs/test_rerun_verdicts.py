@@ -19,6 +19,7 @@ from records.rerun import RULE_VERSION
 from records.sources import rerun_protocol_of
 from runs.models import EvidenceChange, RerunRequest, Run
 from runs.reruns import request_rerun, rerun_job, sweep_reruns
+from runs.worker_keys import site_public_key
 from tests.pages import visible_text
 from tests.results import harness_result
 from tests.runs import attested
@@ -136,7 +137,7 @@ def test_the_rerun_follows_the_protocol_of_the_runs_source(
         "kernelindex",
     ]
     run = demo("rmsnorm-vectorised")
-    job = read_job(rerun_job(request_rerun(run, user=moderator)))
+    job = read_job(rerun_job(request_rerun(run, user=moderator)), site_public_key())
     command = harness_command(job, tmp_path, unsandboxed=False)
     assert command[command.index("--protocol") + 1] == "kernelindex"
     assert command[command.index("--device") + 1] == "cpu"
