@@ -637,6 +637,10 @@ class WorkerKey(models.Model):
     registered_here = models.BooleanField(
         default=True, help_text="False for a key read from another site's dump: it verifies, it never signs here."
     )
+    # Where a key not registered here came from: a dump's own key list is provenance, never this site's word.
+    published_by = models.CharField(
+        max_length=300, blank=True, help_text="For a key read from a dump: the dump, as its manifest names it."
+    )
 
     objects = WorkerKeyQuerySet.as_manager()
 
@@ -652,6 +656,13 @@ class WorkerKey(models.Model):
     @property
     def classes(self) -> list[str]:
         return [name for name in self.hardware.split(",") if name]
+
+    @property
+    def provenance(self) -> str:
+        """Whose key it is, as the admin, `worker_key list` and the run pages say it."""
+        if self.registered_here:
+            return "registered here"
+        return f"published by {self.published_by or 'a dump of another site'}"
 
 
 class RerunAttestation(models.Model):
