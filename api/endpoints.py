@@ -40,11 +40,11 @@ from runs import pages, serializers
 from runs.forms import HARDWARE_MAX_LENGTH, RunSearchForm
 from runs.models import Definition, RerunRequest, WorkerKey
 from runs.selectors import (
-    RerunRow,
     document_value,
     get_definition_or_404,
     get_group_or_404,
     get_run_or_404,
+    rerun_row,
     run_documents,
     run_hardware_class,
     run_manifest_text,
@@ -311,13 +311,15 @@ def get_rerun(
     request: HttpRequest, rerun_id: Annotated[int, param.Path(ge=1, le=MAX_ID, description="The rerun's number.")]
 ) -> Any:
     """A controlled rerun: its state, verdict and the run it produced, as the run page lists it."""
-    found = RerunRequest.objects.select_related("run", "result_run").filter(pk=rerun_id).first()
+    found = (
+        RerunRequest.objects.select_related("run", "result_run", "attestation__worker_key").filter(pk=rerun_id).first()
+    )
     if found is None:
         raise Http404(f"No rerun {rerun_id}")
     run, result_run = found.run, found.result_run
     # The row the run page lists for this rerun (selectors.rerun_rows), read for this rerun alone.
     result = document_value(result_run.digest) if result_run else None
-    row = RerunRow(found, result["spec"] if result else None, run.latency_ns, found.hardware == run_hardware_class(run))
+    row = rerun_row(found, result, run, run_hardware_class(run))
     return {"run": {"runId": run.run_id, "url": run.get_absolute_url()}, **serializers.rerun_json(row)}
 
 
@@ -328,9 +330,9 @@ def get_rerun(
     response={200: schemas.Workers, **problems()},
 )
 def list_workers(request: HttpRequest) -> Any:
-    """Every rerun worker's public key, with its revocation: what checks the attestation a rerun links
-    (`python -m records.attestation verify ATTESTATION --keys workers.json`); and the site's own key, which
-    signs every job a worker runs."""
-    workers = [serializers.worker_key_json(key) for key in WorkerKey.objects.order_by("key_id")]
+    """Every public key of this site's own rerun workers (never one a dump listed), with its revocation: what
+    checks the attestation a rerun links (`python -m records.attestation verify ATTESTATION --keys
+    workers.json`); and the site's own key, which signs every job a worker runs."""
+    workers = [serializers.worker_key_json(key) for key in WorkerKey.objects.registered_here().order_by("key_id")]
     site_key = site_public_key()
     return {"workers": workers, "site": {"publicKey": site_key, "keyId": key_id(site_key)}}

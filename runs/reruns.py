@@ -465,9 +465,11 @@ def refresh_evidence(run: Run) -> EvidenceChange | None:
 class Reevaluated:
     changed: int = 0
     change: EvidenceChange | None = None
-    # Reruns decided before their figures were attested, or whose stored attestation no longer verifies: left as
-    # decided.
+    # Reruns decided before their figures were attested: left as decided.
     unattested: int = 0
+    # Reruns whose stored attestation no longer verifies (edited where it is stored): left as decided, and they
+    # decide no evidence (refresh_evidence).
+    unverified: int = 0
 
 
 def reevaluate_run(run: Run) -> Reevaluated:
@@ -477,9 +479,12 @@ def reevaluate_run(run: Run) -> Reevaluated:
     with transaction.atomic():
         reruns = RerunRequest.objects.select_for_update(of=("self",)).filter(run=run, result_run__isnull=False)
         for request in reruns.select_related("attestation__worker_key"):
-            attested = _attested(request)
+            if request.attestation is None:
+                outcome.unattested += 1
+                continue
+            attested = request.attestation.verified()
             if attested is None or attested.result is None:
-                outcome.unattested += attested is None
+                outcome.unverified += attested is None
                 continue
             decided = judge(request, run, measured_from_result(attested.result))
             verdict_now = (decided.level, decided.reason, decided.rule_version, decided.tolerance)
@@ -498,10 +503,6 @@ def reevaluate_run(run: Run) -> Reevaluated:
         if outcome.changed or outcome.change:
             RERUN_VERDICT.retire_on_commit(run)
     return outcome
-
-
-def _attested(request: RerunRequest) -> Attested | None:
-    return request.attestation.verified() if request.attestation is not None else None
 
 
 # -- worker heartbeats -----------------------------------------------------------------

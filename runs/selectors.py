@@ -443,17 +443,22 @@ def rerun_rows(run: Run, own_class: str) -> list[RerunRow]:
     )
     digests = [r.result_run.digest for r in requests if r.result_run is not None]
     documents = Document.objects.in_bulk(digests)
-    rows = []
-    for request in requests:
-        # Verified again here, as on every read: a rerun whose attestation no longer verifies counts for nothing,
-        # and its figures are shown only where they are the result run its worker signed.
-        attested = request.attestation.verified() if request.attestation else None
-        shown_digest = request.result_run.digest if request.result_run else None
-        verified = None if request.attestation is None else attested is not None and attested.shows(shown_digest)
-        result = documents[shown_digest].value["spec"] if shown_digest and verified is not False else None
-        counts = request.hardware == own_class and (request.attestation is None or attested is not None)
-        rows.append(RerunRow(request, result, run.latency_ns, counts, verified))
-    return rows
+    return [
+        rerun_row(request, documents[request.result_run.digest].value if request.result_run else None, run, own_class)
+        for request in requests
+    ]
+
+
+def rerun_row(request: RerunRequest, result_run: dict[str, Any] | None, run: Run, own_class: str) -> RerunRow:
+    """A rerun as the pages and the API show it, its attestation verified again here, as on every read: one that
+    no longer verifies counts for nothing, and its figures are shown only where they are the result run its
+    worker signed."""
+    attested = request.attestation.verified() if request.attestation else None
+    shown_digest = request.result_run.digest if request.result_run else None
+    verified = None if request.attestation is None else attested is not None and attested.shows(shown_digest)
+    result = result_run["spec"] if result_run and verified is not False else None
+    counts = request.hardware == own_class and (request.attestation is None or attested is not None)
+    return RerunRow(request, result, run.latency_ns, counts, verified)
 
 
 def live_hardware_classes() -> dict[str, int]:

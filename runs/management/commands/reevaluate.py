@@ -29,15 +29,19 @@ class Command(BaseCommand):
             missing = set(options["run_ids"]) - set(runs.values_list("run_id", flat=True))
             if missing:
                 raise CommandError(f"no run {', '.join(sorted(missing))}")
-        verdicts = moved = unattested = 0
+        verdicts = moved = unattested = unverified = 0
         for run in runs:
             outcome = reevaluate_run(run)
             verdicts += outcome.changed
             unattested += outcome.unattested
+            unverified += outcome.unverified
             if (change := outcome.change) is not None:
                 moved += 1
                 self.stdout.write(f"run {run.run_id}: {change.previous} → {change.evidence} (rerun #{change.rerun_id})")
         if unattested:
             # Their figures were never signed by a worker: what a run says is no evidence, so they are left alone.
             self.stdout.write(f"{unattested} rerun(s) decided before attestations were kept: left as decided")
+        if unverified:
+            # An envelope edited where it is stored: its figures are no one's word, so they move nothing.
+            self.stderr.write(f"{unverified} rerun(s) whose stored attestation no longer verifies: left as decided")
         self.stdout.write(f"rule {RULE_VERSION}: {verdicts} verdict(s) changed, {moved} evidence level(s) moved")
