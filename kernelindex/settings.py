@@ -202,10 +202,18 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env_str("REDIS_URL")
 # Keeps two sites (or a site and its tests) apart in one Redis database.
 CACHE_KEY_PREFIX = env_str("CACHE_KEY_PREFIX")
+# Nothing in the cache is pickled, on Redis or in files (web/json_cache.py): whoever can write to the cache
+# could otherwise run code in the processes that read it, which hold the database.
+REDIS_CACHE_OPTIONS = {"serializer": "web.json_cache.JsonSerializer"}
 CACHES = {
-    "default": {"BACKEND": "web.redis_cache.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": CACHE_KEY_PREFIX}
+    "default": {
+        "BACKEND": "web.redis_cache.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": CACHE_KEY_PREFIX,
+        "OPTIONS": REDIS_CACHE_OPTIONS,
+    }
     if REDIS_URL
-    else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": VAR_DIR / "cache"}
+    else {"BACKEND": "web.json_cache.JsonFileBasedCache", "LOCATION": VAR_DIR / "cache"}
 }
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from records.canonical import canonical_text
 from records.identity import run_id_for
 from records.manifest import manifest_text
 from records.sources import dump as dump_format
-from records.sources.base import RunStateItem, SectionItem
+from records.sources.base import DumpChecks, RunStateItem, SectionItem
 from runs.dump_sections import SectionImport, registered_sections
 from runs.figures import refresh_version_counts
 from runs.models import (
@@ -59,8 +60,11 @@ README = """KernelIndex dump, format {format} version {version}
 
 Each file but this one and manifest.json is gzip-compressed text, one JSON
 document per line, in the canonical form of RFC 8785 (JCS). manifest.json
-gives the format and version, counts, and each file's sha256, size and line
-count; check the sha256 before trusting a file.
+gives the format and version, the site that made it (publisher), counts,
+and each file's sha256, size and line count; check the sha256 before
+trusting a file. A sha256 says a file is whole, not who wrote it: the
+reruns' attestations are what vouch for their figures, checked against
+keys you hold from the publisher, never against this dump's own.
 
 documents.jsonl.gz    every stored document (runs, protocols, environments,
                       workloads, implementations), sorted by digest; a
@@ -155,7 +159,8 @@ def _write_dump(folder: Path) -> dict[str, Any]:
         sections="".join(f"{section.file:<22}{section.readme}\n" for section in sections),
     )
     (folder / dump_format.README_FILE).write_text(readme, encoding="utf-8")
-    manifest = dump_format.manifest_json(files, counts, [section.file for section in sections])
+    sections_listed = [section.file for section in sections]
+    manifest = dump_format.manifest_json(files, counts, sections_listed, publisher=settings.SITE_URL)
     (folder / dump_format.MANIFEST_FILE).write_text(manifest, encoding="utf-8")
     return {"files": files, "counts": counts}
 
@@ -256,11 +261,14 @@ def _iso(moment: datetime | None) -> str:
 # -- the daily dump, listed and served ----------------------------------------------
 
 
-def make_daily_dump(day: date) -> Path:
-    """Today's dump in DUMPS_DIR, written aside and moved into place whole; only the newest DUMPS_KEPT stay."""
+def make_daily_dump(day: date, *, unless_younger_than: float | None = None) -> Path:
+    """Today's dump in DUMPS_DIR, written aside and moved into place whole; only the newest DUMPS_KEPT stay.
+    With `unless_younger_than`, a dump of the day written fewer seconds ago than that is kept as it is."""
     root = Path(settings.DUMPS_DIR)
     root.mkdir(parents=True, exist_ok=True)
     final = root / dump_name(day)
+    if unless_younger_than is not None and final.exists() and time.time() - final.stat().st_mtime < unless_younger_than:
+        return final
     partial = root / f".{dump_name(day)}.partial"
     shutil.rmtree(partial, ignore_errors=True)
     write_dump(partial)
@@ -328,7 +336,10 @@ class RunStateWriter:
         self.pending: list[RunStateItem] = []
         self.sections = SectionImport(import_log_id)
 
-    def add(self, item: RunStateItem | SectionItem) -> None:
+    def add(self, item: RunStateItem | SectionItem | DumpChecks) -> None:
+        if isinstance(item, DumpChecks):
+            self.sections.checks = item  # before the sections it speaks of
+            return
         if isinstance(item, SectionItem):
             self._flush_history()  # a section's lines name runs whose history is then in place
             self.sections.add(item)
@@ -339,7 +350,7 @@ class RunStateWriter:
 
     def flush(self) -> None:
         self._flush_history()
-        self.sections.flush()
+        self.sections.finish()
 
     def _flush_history(self) -> None:
         batch, self.pending = self.pending, []

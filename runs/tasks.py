@@ -10,6 +10,9 @@ from django.utils import timezone
 from records.worker_protocol import MESSAGE_TASK
 from runs import collector, dumps, reruns
 
+# Today's dump is written again at most this often, whoever asks (make_daily_dump).
+DUMP_REWRITE_AFTER_SECONDS = 3600
+
 
 @shared_task(name=MESSAGE_TASK, acks_late=True, ignore_result=True)
 def collect_worker_message(envelope: Any) -> str | None:
@@ -19,11 +22,17 @@ def collect_worker_message(envelope: Any) -> str | None:
 
 @shared_task(ignore_result=True)
 def sweep_reruns() -> dict[str, int]:
+    """The periodic sweep (runs.reruns.sweep_reruns): idempotent, so a copy sent by anyone changes nothing."""
     swept = reruns.sweep_reruns()
     return {"resent": swept.resent, "retried": swept.retried, "failed": swept.failed}
 
 
 @shared_task(ignore_result=True)
 def make_daily_dump() -> str:
-    """Today's dump of the whole index into DUMPS_DIR (runs/dumps.py); running it twice a day rewrites it."""
-    return str(dumps.make_daily_dump(timezone.now().date()))
+    """Today's dump of the whole index into DUMPS_DIR (runs/dumps.py); running it again within
+    DUMP_REWRITE_AFTER_SECONDS does nothing (`manage.py dump` writes one whenever asked).
+
+    Celery runs a task by its name from any queue the web tier consumes, and a rerun host's broker credential
+    can write to one of them (the results queue): however often someone sends this, it costs one dump an hour.
+    """
+    return str(dumps.make_daily_dump(timezone.now().date(), unless_younger_than=DUMP_REWRITE_AFTER_SECONDS))

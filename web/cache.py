@@ -25,6 +25,10 @@ entry of its own or shows on the page. The cache holds at most
 PAGE_CACHE_ENTRIES pages, whatever is asked for: a page's key is one of that
 many slots, and a page found in its slot under another address is a miss.
 
+The cache holds JSON only (web/json_cache.py): a page is kept as an object with its content in base64, and
+read back only if it has exactly the shape this module writes (`_read_page`); anything else in its slot (a
+page of another release's shape, or a value planted by whoever reached the cache) is a miss.
+
 A page is kept gzipped (one of 100 kB, a leaderboard's, is about 14 kB), and served so to every client whose
 Accept-Encoding admits gzip, which every browser's does: compressed once, when it is cached, rather than by
 nginx on each request, and fetched from the cache in an eighth of the bytes. Another client gets it
@@ -40,6 +44,8 @@ them alone.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import gzip
 import hashlib
 import re
@@ -48,7 +54,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import cache as memoize
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard, TypeVar
 
 import django
 from django.conf import settings
@@ -76,10 +82,6 @@ View = TypeVar("View", bound=Callable[..., HttpResponse])
 Normaliser = Callable[[str], str | None]
 Stamp = tuple[int, str, str]  # site generation, date, release
 ScopeStamp = tuple[tuple[str, int], ...]  # (scope, its generation) for each scope the page shows
-# A plain tuple, so an entry written by another release still unpickles (and fails the stamp check):
-# stamp, scope stamp, content, headers, the page's address (its slot may hold another's).
-# (stamp, scopes and their generations, content, headers, address, whether the content is gzipped)
-CachedPage = tuple[Stamp, ScopeStamp, bytes, dict[str, str], str, bool]
 # Smaller pages are kept as they are (as nginx's gzip_min_length leaves them).
 GZIP_MIN_BYTES = 1024
 # How many pages the cache holds at most (settings.PAGE_CACHE_ENTRIES overrides): a leaderboard is ~100 kB,
@@ -93,6 +95,20 @@ LEARNED_SCOPES_KEPT = 100_000
 _learned_scopes: dict[str, tuple[str, ...]] = {}
 
 
+class CachedPage(NamedTuple):
+    """A rendered page as this module keeps it; the cache holds it as JSON (`_stored_page`, `_read_page`)."""
+
+    stamp: Stamp
+    scopes: ScopeStamp
+    content: bytes
+    headers: dict[str, str]
+    address: str  # the page's own: its slot may hold another's
+    gzipped: bool
+
+
+PAGE_FIELDS = frozenset(CachedPage._fields)
+
+
 # -- generations -------------------------------------------------------------------
 
 
@@ -101,10 +117,25 @@ def current_generation() -> int:
 
     A missing key (a new cache, or one that evicted it) starts from the clock in
     nanoseconds rather than from 1, so no page cached under an earlier generation
-    can ever be served again.
+    can ever be served again. So does a key that holds no integer: no value this
+    site writes, and `add` would never replace it.
     """
-    generation: int = cache.get_or_set(GENERATION_KEY, time.time_ns, timeout=None) or time.time_ns()
-    return generation
+    generation = cache.get(GENERATION_KEY)
+    if type(generation) is int:
+        return generation
+    start = time.time_ns()
+    if cache.add(GENERATION_KEY, start, timeout=None):
+        return start
+    generation = cache.get(GENERATION_KEY)  # another process started one since
+    if type(generation) is int:
+        return generation
+    cache.set(GENERATION_KEY, start, timeout=None)
+    return start
+
+
+def _generation(value: Any) -> int:
+    """A generation as the cache gave it; 0 (never retired) for anything but an integer."""
+    return value if type(value) is int else 0
 
 
 def bump_generation() -> None:
@@ -150,7 +181,7 @@ def scope_generations(scopes: Iterable[str], found: dict[str, Any] | None = None
     names = list(dict.fromkeys(scopes))
     if found is None:
         found = cache.get_many([scope_key(scope) for scope in names])
-    return tuple((scope, int(found.get(scope_key(scope)) or 0)) for scope in names)
+    return tuple((scope, _generation(found.get(scope_key(scope)))) for scope in names)
 
 
 def fragment_stamp(*scopes: str) -> str:
@@ -158,7 +189,7 @@ def fragment_stamp(*scopes: str) -> str:
     template fragment that shows those scopes (a group's chart), so that a write retiring them, or a deploy,
     retires the fragment with the pages. Read it before the queries the fragment shows."""
     found = cache.get_many([GENERATION_KEY, *(scope_key(scope) for scope in scopes)])
-    site = found.get(GENERATION_KEY) or current_generation()
+    site = _generation(found.get(GENERATION_KEY)) or current_generation()
     generations = [str(generation) for _, generation in scope_generations(scopes, found)]
     return "-".join([str(site), release_id(), *generations])
 
@@ -316,11 +347,10 @@ def _served(
     # One round trip for the site generation, the page and the scopes known from the URL or learned before.
     fetched = [scope_key(scope) for scope in (*declared, *_learned_scopes.get(address, ()))]
     found = cache.get_many([GENERATION_KEY, key, *fetched])
-    stamp = current_stamp(found.get(GENERATION_KEY) or current_generation())
-    page: CachedPage | None = found.get(key)
-    if _current(page, stamp, address) and _scopes_current(page[1], found, set(fetched)):  # type: ignore[index]
-        assert page is not None
-        _learn(address, page[1], declared)
+    stamp = current_stamp(_generation(found.get(GENERATION_KEY)) or current_generation())
+    page = _read_page(found.get(key))
+    if _current(page, stamp, address) and _scopes_current(page.scopes, found, set(fetched)):
+        _learn(address, page.scopes, declared)
         return _response(page, request)
     setattr(request, SCOPES_ATTRIBUTE, scope_generations(declared, found))
     response = view(request, *args, **kwargs)
@@ -330,15 +360,46 @@ def _served(
         return response
     headers = dict(response.headers)
     content, gzipped = _kept_content(response.content, headers)
-    page = (stamp, getattr(request, SCOPES_ATTRIBUTE), content, headers, address, gzipped)
-    cache.set(key, page, timeout=settings.PAGE_CACHE_SECONDS)
-    _learn(address, page[1], declared)
+    page = CachedPage(stamp, getattr(request, SCOPES_ATTRIBUTE), content, headers, address, gzipped)
+    cache.set(key, _stored_page(page), timeout=settings.PAGE_CACHE_SECONDS)
+    _learn(address, page.scopes, declared)
     return _response(page, request)
 
 
-def _current(page: CachedPage | None, stamp: Stamp, address: str) -> bool:
-    """The slot holds this page (not another sharing the slot, nor one of another release's shape), as of now."""
-    return isinstance(page, tuple) and len(page) == 6 and page[0] == stamp and page[4] == address
+def _current(page: CachedPage | None, stamp: Stamp, address: str) -> TypeGuard[CachedPage]:
+    """The slot holds this page (not another sharing the slot), as of now."""
+    return page is not None and page.stamp == stamp and page.address == address
+
+
+def _stored_page(page: CachedPage) -> dict[str, Any]:
+    """The page as the cache holds it: JSON, the content in base64."""
+    return {**page._asdict(), "content": base64.b64encode(page.content).decode("ascii")}
+
+
+def _read_page(value: Any) -> CachedPage | None:
+    """The page in a slot, if the slot holds exactly what `_stored_page` writes; None for anything else (a page
+    of another release's shape, or a value planted by whoever reached the cache)."""
+    if not isinstance(value, dict) or value.keys() != PAGE_FIELDS:
+        return None
+    stamp, scopes, headers = value["stamp"], value["scopes"], value["headers"]
+    if not (_shaped(stamp, (int, str, str)) and isinstance(scopes, list) and isinstance(headers, dict)):
+        return None
+    shaped_scopes = all(_shaped(scope, (str, int)) for scope in scopes)
+    if not shaped_scopes or not all(isinstance(header, str) for header in headers.values()):
+        return None
+    if not (isinstance(value["content"], str) and isinstance(value["address"], str) and type(value["gzipped"]) is bool):
+        return None
+    try:
+        content = base64.b64decode(value["content"], validate=True)
+    except binascii.Error:
+        return None
+    read_scopes = tuple((scope, generation) for scope, generation in scopes)
+    return CachedPage(tuple(stamp), read_scopes, content, headers, value["address"], value["gzipped"])
+
+
+def _shaped(value: Any, types: tuple[type, ...]) -> bool:
+    """A list of exactly these types, one each (type(), so True is no int)."""
+    return isinstance(value, list) and tuple(type(part) for part in value) == types
 
 
 def _learn(key: str, stamped: ScopeStamp, declared: list[str]) -> None:
@@ -354,7 +415,7 @@ def _scopes_current(stamped: ScopeStamp, found: dict[str, Any], fetched: set[str
     missing = [scope_key(scope) for scope, _ in stamped if scope_key(scope) not in fetched]
     if missing:
         found = {**found, **cache.get_many(missing)}
-    return all(int(found.get(scope_key(scope)) or 0) == generation for scope, generation in stamped)
+    return all(_generation(found.get(scope_key(scope))) == generation for scope, generation in stamped)
 
 
 def _personal(request: HttpRequest) -> bool:
@@ -382,10 +443,10 @@ def _kept_content(content: bytes, headers: Mapping[str, str]) -> tuple[bytes, bo
 
 
 def _response(page: CachedPage, request: HttpRequest) -> HttpResponse:
-    _, _, content, headers, _, gzipped = page
+    content, gzipped = page.content, page.gzipped
     compressed = gzipped and accepts_gzip(request.headers.get("Accept-Encoding", ""))
     response = HttpResponse(content if compressed or not gzipped else gzip.decompress(content))
-    for name, value in headers.items():
+    for name, value in page.headers.items():
         response[name] = value
     # Shared caches keep apart the two encodings, and the pages of signed-in visitors, rendered for them alone.
     patch_vary_headers(response, ["Accept-Encoding", "Cookie"] if gzipped else ["Cookie"])

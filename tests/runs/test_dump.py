@@ -6,6 +6,8 @@ import gzip
 import hashlib
 import io
 import json
+import os
+import time
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -201,3 +203,17 @@ def test_celery_beat_writes_the_dump_daily(db: None, tmp_path: Path, settings: A
     today = dumps.dump_name(timezone.now().date())
     assert (settings.DUMPS_DIR / today / "manifest.json").is_file()
     assert not [path for path in settings.DUMPS_DIR.iterdir() if path.name.startswith(".")]
+
+
+def test_the_dump_task_sent_again_within_the_hour_writes_nothing(db: None, tmp_path: Path, settings: Any) -> None:
+    """Celery runs a task by its name from any queue the web tier reads, the results queue a rerun host writes to
+    included: a flood of dump tasks costs one dump an hour."""
+    settings.DUMPS_DIR = tmp_path / "dumps"
+    first = Path(tasks.make_daily_dump())
+    written = (first / "manifest.json").stat().st_mtime_ns
+    for _ in range(3):
+        assert Path(tasks.make_daily_dump()) == first
+    assert (first / "manifest.json").stat().st_mtime_ns == written
+    os.utime(first, (time.time() - tasks.DUMP_REWRITE_AFTER_SECONDS - 1,) * 2)
+    tasks.make_daily_dump()
+    assert (first / "manifest.json").stat().st_mtime_ns != written

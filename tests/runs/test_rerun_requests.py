@@ -224,7 +224,7 @@ def test_after_the_site_was_away_the_sweep_takes_nothing_back_until_beats_could_
     rerun = request_rerun(demo("rmsnorm-vectorised"), user=moderator)
     long_ago = timezone.now() - timedelta(hours=1)
     RerunRequest.objects.filter(pk=rerun.pk).update(state="running", attempts=1, heartbeat_at=long_ago, worker="w1")
-    cache.set(SWEPT_AT, long_ago)
+    cache.set(SWEPT_AT, long_ago.timestamp())  # as the sweep keeps it: JSON (web/json_cache.py)
     assert sweep_reruns().retried == 0
     rerun.refresh_from_db()
     assert rerun.state == "running"
