@@ -18,7 +18,7 @@ from django.test import Client
 from records.attestation import key_id, new_private_key, public_key_text, read_key_file
 from runs.models import RerunAttestation, Run, WorkerKey
 from runs.reruns import request_rerun
-from runs.worker_keys import local_worker_key, revoke_worker_key
+from runs.worker_keys import local_worker_key, revoke_worker_key, site_public_key
 from tests.results import harness_result
 from tests.runs import attested
 
@@ -35,6 +35,8 @@ def test_create_prints_the_key_file_once_and_keeps_only_the_public_key() -> None
     key_file, said = worker_key("create", "gpu-1", "--class", "nvidia-h100", "--class", "cpu")
     identity = read_key_file(key_file)
     assert (identity.name, identity.classes) == ("gpu-1", ("cpu", "nvidia-h100"))
+    # The site's public key rides along: the worker checks every job with it.
+    assert identity.site_key == site_public_key()
     registered = WorkerKey.objects.get(name="gpu-1")
     assert registered.public_key == public_key_text(identity.key.public_key())
     assert registered.key_id == key_id(registered.public_key) and "shown this once" in said
@@ -74,6 +76,21 @@ def test_the_local_key_is_made_once_and_again_when_the_registry_no_longer_holds_
     second = read_key_file(local_worker_key("cpu").read_text())
     assert second.key_id != first.key_id and second.name != first.name
     assert WorkerKey.objects.filter(revoked_at=None).count() == 1
+
+
+def test_the_site_key_is_made_once_published_and_a_local_key_file_follows_a_new_one(
+    settings: Any, tmp_path: Path, client: Client
+) -> None:
+    settings.VAR_DIR = tmp_path
+    settings.SITE_KEY_FILE = tmp_path / "site.key"
+    site = site_public_key()
+    assert site_public_key() == site and settings.SITE_KEY_FILE.stat().st_mode & 0o777 == 0o600
+    assert client.get("/api/v1/workers").json()["site"] == {"publicKey": site, "keyId": key_id(site)}
+    first = read_key_file(local_worker_key("cpu").read_text())
+    assert first.site_key == site
+    settings.SITE_KEY_FILE = tmp_path / "another-site.key"  # a new site key: every key file must be made anew
+    second = read_key_file(local_worker_key("cpu").read_text())
+    assert second.site_key == site_public_key() != site and second.key_id != first.key_id
 
 
 def test_verify_attestations_checks_every_stored_one(demo: Callable[[str], Run]) -> None:
