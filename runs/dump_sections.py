@@ -24,7 +24,7 @@ running (a mirror would send them to its own workers).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -35,12 +35,13 @@ from django.db import connection
 from django.db.models import Exists, OuterRef, Prefetch, Q
 from pydantic import BaseModel
 
-from records.attestation import stored_statement
+from records.attestation import PublishedKey, key_set
 from records.canonical import canonical_text
 from records.errors import RecordError
+from records.rerun import Verdict, measured_from_result
 from records.schema import parse_timestamp
 from records.sources import dump as dump_format
-from records.sources.base import SectionItem, validate_record
+from records.sources.base import CountedRerun, DumpChecks, SectionItem, validate_record
 from runs.figures import refresh_group_figures, refresh_run_counters
 from runs.models import EvidenceChange, RerunAttestation, RerunRequest, Run, RunVersion, WorkerKey
 from runs.serializers import utc_text, worker_key_json
@@ -100,9 +101,19 @@ class SectionImport:
 
     import_log_id: int | None
     pending: list[SectionItem] = field(default_factory=list)
+    # What the reader checked of the dump's reruns before its sections (records.sources.dump.check_reruns);
+    # until it says, no attestation counts.
+    checks: DumpChecks = field(default_factory=lambda: DumpChecks(""))
     # A dumped rerun's number -> (its row here, its run's row), for the evidence changes that name it.
     reruns: dict[int, tuple[int, int]] = field(default_factory=dict)
     result_runs: set[int] = field(default_factory=set)
+    # Runs whose evidence a line set, or whose line was left out; runs a rerun of which was decided again under
+    # this site's rule (their level is the rule's, not the line's).
+    evidence_lines: set[int] = field(default_factory=set)
+    left_out_evidence: set[int] = field(default_factory=set)
+    redecided: set[int] = field(default_factory=set)
+    # What was deliberately not imported, and why, for the import's result.
+    skipped: list[str] = field(default_factory=list)
 
     def add(self, item: SectionItem) -> None:
         if item.file not in SECTIONS:
@@ -115,6 +126,11 @@ class SectionImport:
         batch, self.pending = self.pending, []
         if batch:
             SECTIONS[batch[0].file].apply(SectionBatch(batch, self))
+
+    def finish(self) -> None:
+        """Apply what is left, then the evidence rule to the runs whose reruns no evidence line accounted for."""
+        self.flush()
+        settle_evidence(self)
 
     def created_runs(self, run_ids: Iterable[str]) -> dict[str, int]:
         """Run id -> row of the runs among these that this import created: every version of theirs is its own."""
@@ -152,28 +168,44 @@ def reset_sequence(model: type[Any]) -> None:
 
 
 def worker_lines() -> Iterator[str]:
-    """Every rerun worker's public key and its revocation, as /api/v1/workers publishes them, by key id."""
-    for key in WorkerKey.objects.order_by("key_id").iterator(chunk_size=CHUNK):
+    """This site's own rerun workers' public keys and their revocations, as /api/v1/workers publishes them, by
+    key id; never a key another dump listed, which this site does not vouch for."""
+    for key in WorkerKey.objects.registered_here().order_by("key_id").iterator(chunk_size=CHUNK):
         yield canonical_text(worker_key_json(key))
 
 
 def apply_workers(batch: SectionBatch) -> None:
-    """Keep the keys this site lacks, to verify the dump's attestations by (records.sources.dump checked them
-    all before a run was read). They are another site's workers': the collector never takes them."""
+    """Keep the keys this site lacks as provenance, published by the dump: they verify nothing here (only this
+    site's registry and keys pinned for the dump's publisher do, records.sources.dump.check_reruns), and the
+    collector, /api/v1/workers and this site's dumps never take them. A key this site holds already, registered
+    here above all, stays as it is, whatever name the dump gives it."""
     lines = batch.validated(dump_format.WorkerLine)
     known = set(WorkerKey.objects.filter(key_id__in=[line.keyId for _, line in lines]).values_list("key_id", flat=True))
     WorkerKey.objects.bulk_create(
-        WorkerKey(
-            name=line.name,
-            hardware=",".join(line.classes),
-            public_key=line.publicKey,
-            key_id=line.keyId,
-            created_at=timestamp(batch, item, line.createdAt, "createdAt"),
-            revoked_at=moment(batch, item, line.revokedAt, "revokedAt"),
-            registered_here=False,
-        )
+        _published_key(line, batch.importing.checks.publisher, batch, item)
         for item, line in lines
         if line.keyId not in known
+    )
+
+
+def trusted_keys(pinned: Mapping[str, PublishedKey] | None = None) -> dump_format.TrustedKeys:
+    """The worker keys whose attestations count here: this site's registry, with its revocations, and the keys
+    an operator pinned for a dump's publisher (import_runs and verify_attestations --trust-workers). Never a
+    key stored from a dump: a dump's own key list is provenance."""
+    registered = key_set([worker_key_json(key) for key in WorkerKey.objects.registered_here()])
+    return dump_format.TrustedKeys(registered, dict(pinned or {}))
+
+
+def _published_key(key: PublishedKey, publisher: str, batch: SectionBatch, item: SectionItem) -> WorkerKey:
+    return WorkerKey(
+        name=key.name,
+        hardware=",".join(key.classes),
+        public_key=key.publicKey,
+        key_id=key.keyId,
+        created_at=timestamp(batch, item, key.createdAt, "createdAt"),
+        revoked_at=moment(batch, item, key.revokedAt, "revokedAt"),
+        registered_here=False,
+        published_by=publisher,
     )
 
 
@@ -181,12 +213,17 @@ WORKERS = DumpSection(
     file=dump_format.WORKERS_FILE,
     order=5,
     count="workers",
-    readme="""each rerun worker's public key (ed25519, base64), its key
-                      id (sha256 of the key), name, hardware classes and
-                      the time it was registered and revoked, by key id:
-                      what verifies the reruns' attestations, offline too
-                      (python -m records.attestation verify FILE --keys
-                      workers.jsonl.gz)""",
+    readme="""each of this site's rerun workers' public key (ed25519,
+                      base64), its key id (sha256 of the key), name,
+                      hardware classes and the time it was registered and
+                      revoked, by key id: what verifies the reruns'
+                      attestations, offline too (python -m
+                      records.attestation verify FILE --keys
+                      workers.jsonl.gz). A dump cannot vouch for itself:
+                      import_runs counts an attestation only against its
+                      own site's keys and those its operator pins for this
+                      dump's publisher (--trust-workers, with this file
+                      or /api/v1/workers as fetched from the publisher)""",
     lines=worker_lines,
     apply=apply_workers,
 )
@@ -221,6 +258,7 @@ def rerun_lines() -> Iterator[str]:
         "result_run__run_id",
         "result_run__digest",
         "attestation__envelope",
+        "attestation__received_at",
     )
     for r in rows.iterator(chunk_size=CHUNK):
         yield canonical_text(
@@ -246,14 +284,19 @@ def rerun_lines() -> Iterator[str]:
                 "resultRun": r["result_run__run_id"],
                 "resultDigest": r["result_run__digest"],
                 "attestation": r["attestation__envelope"],
+                "attestationRecordedAt": iso(r["attestation__received_at"]),
             }
         )
 
 
 def apply_reruns(batch: SectionBatch) -> None:
-    """The reruns of runs this import created, under their own numbers where this site has not used them."""
+    """The reruns of runs this import created, under their own numbers where this site has not used them: each
+    whose attestation counts as its attestation and this site's rule decide it (_decided), and each with none
+    that decided nothing as its line says; one the reader left out is not written, nor its result run."""
     lines = batch.validated(dump_format.RerunLine)
+    importing = batch.importing
     runs = batch.created_runs({line.run for _, line in lines} | {line.resultRun for _, line in lines if line.resultRun})
+    rows = Run.objects.in_bulk(list(runs.values()))
     taken = set(RerunRequest.objects.filter(pk__in=[line.number for _, line in lines]).values_list("pk", flat=True))
     # Inserting sets requested_at to now (auto_now_add): each line's own time is put back after.
     times: dict[int, datetime] = {}
@@ -261,16 +304,18 @@ def apply_reruns(batch: SectionBatch) -> None:
     renumbered: list[RerunRequest] = []
     written: list[tuple[int, RerunRequest]] = []
     for item, line in lines:
-        if line.number in batch.importing.reruns or line.number in times:
+        if line.number in importing.reruns or line.number in times:
             raise batch.error(item, "number", f"rerun #{line.number} is on two lines")
         times[line.number] = timestamp(batch, item, line.requestedAt, "requestedAt")
-        if line.run not in runs:
-            continue  # a run this site held already keeps its own reruns
+        if line.run not in runs or line.number in importing.checks.left_out:
+            continue  # a run this site held already keeps its own reruns; the reader said why it left one out
+        counted = importing.checks.counted.get(line.number)
         request = RerunRequest(
             pk=None if line.number in taken else line.number,
             run_id=runs[line.run],
-            result_run_id=_result_run(batch, item, line, runs),
+            result_run_id=_result_run(batch, item, line, runs) if counted else None,
             **_rerun_fields(batch, item, line),
+            **_decided(batch, item, line, counted, rows[runs[line.run]]),
         )
         (renumbered if request.pk is None else own_numbers).append(request)
         written.append((line.number, request))
@@ -280,43 +325,94 @@ def apply_reruns(batch: SectionBatch) -> None:
     RerunRequest.objects.bulk_create(renumbered)  # each gets its new number (its pk) back
     for number, request in written:
         request.requested_at = times[number]
-        batch.importing.reruns[number] = (request.pk, request.run_id)
+        importing.reruns[number] = (request.pk, request.run_id)
     RerunRequest.objects.bulk_update([request for _, request in written], ["requested_at"])
     _keep_attestations(batch, dict(written), lines)
     refresh_run_counters({request.run_id for _, request in written})
 
 
+def _decided(
+    batch: SectionBatch, item: SectionItem, line: dump_format.RerunLine, counted: CountedRerun | None, run: Run
+) -> dict[str, Any]:
+    """A rerun's verdict: for one whose attestation counts, the evidence rule (runs.reruns.judge) on the figures
+    its worker signed and the run version it reran; where the line's rule and tolerance are this site's, the line
+    must say the same, or the dump is refused. A line decided under another rule or tolerance, or on a run that
+    has gained a version since, is decided again under this site's rule rather than refused, as `manage.py
+    reevaluate` would: what is stored is this site's own verdict either way. A rerun without figures (no
+    attestation, or a harness that wrote no result, whose verdict the reader found empty) keeps its line's."""
+    # runs.reruns imports the importer, which applies these sections: imported here, once it is loaded.
+    from runs.reruns import judge
+
+    result = counted.attested.result if counted else None
+    if result is None:
+        return _verdict_fields(line.verdict, line.verdictReason, line.ruleVersion, line.tolerance)
+    decided = judge(RerunRequest(run_digest=line.runDigest, hardware=line.hardware), run, measured_from_result(result))
+    if (line.ruleVersion, line.tolerance, line.runDigest) != (decided.rule_version, decided.tolerance, run.digest):
+        batch.importing.redecided.add(run.pk)
+    else:
+        _check_verdict(batch, item, line, decided)
+    return _verdict_fields(decided.level, decided.reason, decided.rule_version, decided.tolerance)
+
+
+def _check_verdict(batch: SectionBatch, item: SectionItem, line: dump_format.RerunLine, decided: Verdict) -> None:
+    rule = f"rule {decided.rule_version}, tolerance {decided.tolerance}"
+    for name, said, given in (
+        ("verdict", line.verdict, decided.level),
+        ("verdictReason", line.verdictReason, decided.reason),
+    ):
+        if said != given:
+            message = f"rerun #{line.number} says {said!r}, but its attestation's figures give {given!r} ({rule})"
+            raise batch.error(item, name, message)
+
+
+def _verdict_fields(level: str, reason: str, rule_version: int | None, tolerance: float | None) -> dict[str, Any]:
+    return {"verdict": level, "verdict_reason": reason, "rule_version": rule_version, "tolerance": tolerance}
+
+
 def _keep_attestations(
     batch: SectionBatch, written: dict[int, RerunRequest], lines: list[tuple[SectionItem, dump_format.RerunLine]]
 ) -> None:
-    """Each imported rerun's attestation (verified as the dump was read), as the one its verdict stands on."""
+    """Each counted rerun's attestation, as the one its verdict stands on, with the key that verified it, and
+    the job and worker it names."""
+    checks = batch.importing.checks
     for item, line in lines:
-        request = written.get(line.number)
-        if request is None or line.attestation is None:
+        request, counted = written.get(line.number), checks.counted.get(line.number)
+        if request is None or counted is None:
             continue
-        attested = stored_statement(line.attestation)
-        key = WorkerKey.objects.filter(key_id=attested.keyid).first()
-        if key is None:
-            raise batch.error(item, "attestation", "signed by a key the dump's workers.jsonl.gz does not hold")
+        attested = counted.attested
         if RerunAttestation.objects.filter(job_id=attested.job_id).exists():
             raise batch.error(item, "attestation", f"job {attested.job_id} is attested on another rerun already")
+        key = _verifying_key(counted, checks.publisher, batch, item)
         request.attestation = RerunAttestation.objects.create(
             request=request,
             attempt=line.attempts,
             job_id=attested.job_id,
             worker_key=key,
             envelope=line.attestation,
-            received_at=request.finished_at or request.requested_at,
+            received_at=moment(batch, item, line.attestationRecordedAt, "attestationRecordedAt")
+            or request.finished_at
+            or request.requested_at,
             harness_seconds=attested.predicate.harnessSeconds,
         )
-        request.save(update_fields=["attestation"])
+        request.job_id, request.worker_key = attested.job_id, key
+        request.save(update_fields=["attestation", "job_id", "worker_key"])
+
+
+def _verifying_key(counted: CountedRerun, publisher: str, batch: SectionBatch, item: SectionItem) -> WorkerKey:
+    """The row of the key that verified an attestation: this site's own, or a key pinned for the dump's publisher,
+    kept as published by the dump where its own list did not hold it."""
+    key = WorkerKey.objects.filter(key_id=counted.key.keyId).first()
+    if key is None:
+        key = _published_key(counted.key, publisher, batch, item)
+        key.save()
+    return key
 
 
 def _result_run(
     batch: SectionBatch, item: SectionItem, line: dump_format.RerunLine, runs: dict[str, int]
 ) -> int | None:
-    if line.resultRun is None or line.attestation is None:
-        return None  # without an attestation the dump's result run was not imported (records.sources.dump)
+    if line.resultRun is None:
+        return None
     result = runs.get(line.resultRun)
     if result is None:
         if not Run.objects.filter(run_id=line.resultRun).exists():
@@ -329,6 +425,8 @@ def _result_run(
 
 
 def _rerun_fields(batch: SectionBatch, item: SectionItem, line: dump_format.RerunLine) -> dict[str, Any]:
+    """What a rerun's line says beyond its verdict. Where its attestation counts, the reader found every field
+    the attestation decides (state, failure, harness time, run, version, class, result run) as it says."""
     return {
         "run_digest": line.runDigest,
         "hardware": line.hardware,
@@ -341,10 +439,6 @@ def _rerun_fields(batch: SectionBatch, item: SectionItem, line: dump_format.Reru
         "harness_seconds": line.harnessSeconds,
         "failure_status": line.failureStatus,
         "failure_reason": line.failureReason,
-        "verdict": line.verdict,
-        "verdict_reason": line.verdictReason,
-        "rule_version": line.ruleVersion,
-        "tolerance": line.tolerance,
     }
 
 
@@ -360,7 +454,8 @@ RERUNS = DumpSection(
                       "kernelindex" in runs.jsonl.gz) with its digest, and
                       the DSSE envelope its worker signed (an in-toto
                       statement, predicate https://kernelindex.dev/rerun/v1)
-                      whose figures decided the verdict""",
+                      whose figures decided the verdict, and when the site
+                      took it in""",
     lines=rerun_lines,
     apply=apply_reruns,
 )
@@ -400,25 +495,34 @@ def evidence_lines() -> Iterator[str]:
 
 
 def apply_evidence(batch: SectionBatch) -> None:
-    """The level and evidence history of the runs this import created; their groups' figures follow."""
+    """The level and evidence history of the runs this import created, each as the evidence rule gives it on
+    the reruns that count; their groups' figures follow. A line that rests on a rerun left out is left out
+    too, and the rule sets its run's level (settle_evidence)."""
     lines = batch.validated(dump_format.EvidenceLine)
+    importing = batch.importing
     runs = batch.created_runs(line.run for _, line in lines)
     levels: dict[str, list[int]] = {}
     changes: list[tuple[EvidenceChange, datetime]] = []
+    applied: dict[int, SectionItem] = {}
     for item, line in lines:
         if line.run not in runs:
             continue
         pk = runs[line.run]
+        resting = [change.rerun for change in line.changes if change.rerun in importing.checks.left_out]
+        if resting:
+            importing.left_out_evidence.add(pk)
+            said = f"run {line.run}'s evidence left out: it rests on rerun #{resting[0]}, which is left out"
+            importing.skipped.append(f"{item.file} line {item.line}: {said}")
+            continue
+        _check_history(batch, item, line, pk)
+        applied[pk] = item
         levels.setdefault(line.level, []).append(pk)
         for index, change in enumerate(line.changes):
-            rerun = batch.importing.reruns.get(change.rerun)
-            if rerun is None or rerun[1] != pk:
-                raise batch.error(item, f"changes.{index}.rerun", f"rerun #{change.rerun}, not a rerun of this run")
             row = EvidenceChange(
                 run_id=pk,
                 previous=change.previous,
                 evidence=change.to,
-                rerun_id=rerun[0],
+                rerun_id=importing.reruns[change.rerun][0],
                 rule_version=change.ruleVersion,
                 tolerance=change.tolerance,
             )
@@ -429,10 +533,63 @@ def apply_evidence(batch: SectionBatch) -> None:
     for row, (_, at) in zip(written, changes, strict=True):
         row.changed_at = at
     EvidenceChange.objects.bulk_update(written, ["changed_at"])
+    importing.evidence_lines.update(applied)
+    _check_levels(batch, applied)
     touched = [pk for pks in levels.values() for pk in pks]
     refresh_run_counters(touched)
     # A run not reproduced is ranked after the others: its group's figures change with its level.
     refresh_group_figures(Run.objects.filter(pk__in=touched).values_list("group_id", flat=True))
+
+
+def _check_history(batch: SectionBatch, item: SectionItem, line: dump_format.EvidenceLine, pk: int) -> None:
+    """Each change names a rerun of this run whose attestation counts, and the changes follow one another from
+    "reported" to the line's level."""
+    importing = batch.importing
+    level = Run.Evidence.REPORTED.value
+    for index, change in enumerate(line.changes):
+        rerun = importing.reruns.get(change.rerun)
+        if rerun is None or rerun[1] != pk:
+            raise batch.error(item, f"changes.{index}.rerun", f"rerun #{change.rerun}, not a rerun of this run")
+        counted = importing.checks.counted.get(change.rerun)
+        if counted is None or counted.attested.result is None:
+            said = f"rerun #{change.rerun}, which no attested figures decided: it moves no evidence"
+            raise batch.error(item, f"changes.{index}.rerun", said)
+        if change.previous != level:
+            raise batch.error(item, f"changes.{index}.from", f"{change.previous}, but the level was {level} then")
+        level = change.to
+    if line.level != level:
+        raise batch.error(item, "level", f"{line.level}, but its last change leaves it {level}")
+
+
+def _check_levels(batch: SectionBatch, applied: dict[int, SectionItem]) -> None:
+    """Each line's level is the one the evidence rule gives on the reruns that count (runs.reruns.refresh_evidence,
+    which records a change where it differs). Where one of the run's reruns was decided again under this site's
+    rule, that change stands, as `manage.py reevaluate` would record it; elsewhere the line disagrees with its
+    attestations, and the dump is refused."""
+    from runs.reruns import refresh_evidence  # runs.reruns imports the importer, which applies these sections
+
+    for run in Run.objects.filter(pk__in=list(applied)):
+        change = refresh_evidence(run)
+        if change is not None and run.pk not in batch.importing.redecided:
+            said = f"{change.previous}, but the reruns whose attestations count give {change.evidence}"
+            raise batch.error(applied[run.pk], "level", said)
+
+
+def settle_evidence(importing: SectionImport) -> None:
+    """Once every section is in: the evidence rule on each run this import gave reruns to that no applied line
+    accounted for. A run whose line was left out, or a rerun of which was decided again under this site's
+    rule, takes the rule's level; any other the rule would move had a line missing from the dump, which
+    then disagrees with its attestations, and is refused."""
+    from runs.reruns import refresh_evidence  # runs.reruns imports the importer, which applies these sections
+
+    pending = {run for _, run in importing.reruns.values()} - importing.evidence_lines
+    for run in Run.objects.filter(pk__in=pending).order_by("pk"):
+        change = refresh_evidence(run)
+        if change is None or run.pk in importing.left_out_evidence | importing.redecided:
+            continue
+        path = Path(importing.checks.folder) / dump_format.EVIDENCE_FILE
+        said = f"run {run.run_id} has no line, but the reruns whose attestations count give {change.evidence}"
+        raise RecordError(path, None, "run", said)
 
 
 EVIDENCE = DumpSection(

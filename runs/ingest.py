@@ -31,6 +31,7 @@ from records.sources.base import (
     BoardItem,
     DefinitionItem,
     DocumentItem,
+    DumpChecks,
     Progress,
     RunStateItem,
     SectionItem,
@@ -290,7 +291,7 @@ class UnitImporter:
                 self.write_board(item)
             elif isinstance(item, DocumentItem):
                 self.write_document(item)
-            elif isinstance(item, (RunStateItem, SectionItem)):
+            elif isinstance(item, (RunStateItem, SectionItem, DumpChecks)):
                 self.flush()
                 self.run_states.add(item)
             elif isinstance(item, SkippedItem):
@@ -300,6 +301,7 @@ class UnitImporter:
     def finish(self) -> None:
         self.flush()
         self.run_states.flush()
+        self.result.skipped.extend(self.run_states.sections.skipped)
         refresh_source_ranks(self.touched_definitions)
         refresh_group_figures(self.touched_groups)
         self.log.finished_at = timezone.now()

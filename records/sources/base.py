@@ -10,13 +10,14 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from records.attestation import Attested, PublishedKey
 from records.errors import RecordError
 from records.formats import validated
 from records.limits import MAX_DOCUMENT_BYTES, MAX_LINE_BYTES, LimitError, parse_limited
@@ -147,7 +148,34 @@ class SectionItem:
     value: Any
 
 
-Item = RunItem | DefinitionItem | BoardItem | DocumentItem | SkippedItem | RunStateItem | SectionItem
+@dataclass(frozen=True)
+class CountedRerun:
+    """A dumped rerun whose attestation verified against a key the importing site trusts, and whose line says
+    what it attests (records/sources/dump.py)."""
+
+    line: int
+    attested: Attested
+    key: PublishedKey
+    # Verified by a key an operator pinned for the dump's publisher, not by one registered here.
+    pinned: bool
+    # The digest of the result run its line names (what an attestation signed before result runs were is
+    # checked by).
+    result_digest: str | None
+
+
+@dataclass
+class DumpChecks:
+    """What a dump's reader checked before its sections, for the app that applies them (runs/dump_sections.py):
+    who the dump says published it, its folder, and its reruns whose attestations count, or are left out and
+    why, by the rerun's number in the dump."""
+
+    publisher: str
+    folder: str = ""
+    counted: dict[int, CountedRerun] = field(default_factory=dict)
+    left_out: dict[int, str] = field(default_factory=dict)
+
+
+Item = RunItem | DefinitionItem | BoardItem | DocumentItem | SkippedItem | RunStateItem | SectionItem | DumpChecks
 
 
 class Adapter(Protocol):

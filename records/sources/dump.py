@@ -24,13 +24,23 @@ reads it back as one import unit, all or nothing. The folder holds:
 Every JSON line is canonical (RFC 8785) and every file is sorted, and the
 gzip headers carry no name and no time, so the same index always gives the
 same bytes. The reader checks every file against the manifest's sha256
-before it reads a line, and every rerun's attestation against the dump's
-worker keys before it reads a run: a run shaped like a rerun's result
-(records.rerun.rerun_result_shape) is imported only where a rerun's verified
-attestation names the run it reran, and the rerun line names it as its
-result. It yields a section's lines as SectionItems, JSON checked and
-nothing more: the app that owns a section validates its lines (with the line
-models below for runs' own) and applies them.
+before it reads a line, and every rerun's attestation before it reads a run.
+
+A dump carries evidence, not authority: a sha256 the manifest lists is
+integrity, not provenance, and the dump's own workers.jsonl.gz cannot vouch
+for the attestations beside it (whoever wrote the one wrote the other). An
+attestation counts only where it verifies against a key the importing site
+trusts (TrustedKeys: its own registry, and keys an operator pinned for the
+dump's publisher); the rerun line of one that does not, its result run and
+the evidence resting on it are left out, and the import says which and why.
+A counted rerun's line must say what its attestation says, or the whole dump
+is refused. A run shaped like a rerun's result
+(records.rerun.rerun_result_shape) is imported only where a counted
+attestation covers it: the result run it signed, or, for an attestation
+signed before result runs were, the run of the run and version it names.
+It yields a section's lines as SectionItems, JSON checked and nothing more:
+the app that owns a section validates its lines (with the line models below
+for runs' own) and applies them, with what the reader checked (DumpChecks).
 """
 
 from __future__ import annotations
@@ -39,24 +49,27 @@ import gzip
 import hashlib
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
 from pydantic import Field
 
-from records.attestation import AttestationError, PublishedKey, key_set, moment, verify_with_key_set
+from records.attestation import AttestationError, Attested, PublishedKey, moment, verify_with_key_set
 from records.errors import RecordError
+from records.identity import NATIVE_SOURCE, run_id_for
 from records.manifest import manifest_item, seal
-from records.rerun import RERUN_EXTERNAL_PREFIX, rerun_result_shape
+from records.rerun import PASSED, RERUN_EXTERNAL_PREFIX, rerun_result_shape
 from records.schema import DocumentError, parse_timestamp
 from records.sources.base import (
     BoardItem,
     CaseItem,
+    CountedRerun,
     DefinitionItem,
     DocumentItem,
+    DumpChecks,
     Item,
     Progress,
     ReferenceItem,
@@ -134,13 +147,15 @@ def write_lines(folder: Path, name: str, lines: Iterator[str]) -> WrittenFile:
     return WrittenFile(name, hashing.hash.hexdigest(), hashing.size, count)
 
 
-def manifest_json(files: list[WrittenFile], counts: dict[str, int], sections: list[str]) -> str:
+def manifest_json(files: list[WrittenFile], counts: dict[str, int], sections: list[str], publisher: str = "") -> str:
     """The dump's manifest.json: sorted keys and a fixed layout, so it is reproducible too.
 
-    `sections` are the section files, in the order an import applies them."""
+    `sections` are the section files, in the order an import applies them; `publisher` the site that made it
+    (its URL), which an importer shows beside the keys the dump lists, as the dump's word."""
     manifest = {
         "format": FORMAT,
         "version": VERSION,
+        "publisher": publisher,
         "counts": counts,
         "files": {f.name: {"sha256": f.sha256, "bytes": f.bytes, "lines": f.lines} for f in files},
         "sections": sections,
@@ -163,6 +178,8 @@ class DumpManifest(SourceRecord):
     files: dict[str, DumpFile]
     counts: dict[str, int] = Field(default_factory=dict)
     sections: list[str] = Field(default_factory=list)
+    # The site that says it made the dump (its URL); older dumps name none.
+    publisher: str = Field(default="", max_length=200)
 
 
 class CaseLine(SourceRecord):
@@ -255,6 +272,9 @@ class RerunLine(SourceRecord):
     # The DSSE envelope its worker signed (records.attestation), whose figures decided the verdict; none before
     # version 3, and none for a rerun that ended without one (cancelled, or its worker lost).
     attestation: dict[str, Any] | None = None
+    # When its site took the attestation in (a key revoked after that still verifies it); none before it was
+    # dumped, when the rerun's finish stands for it.
+    attestationRecordedAt: str | None = None
 
 
 class EvidenceChangeLine(SourceRecord):
@@ -298,9 +318,16 @@ def is_dump_folder(path: Path) -> bool:
 
 
 class DumpAdapter:
-    """Reads a dump folder back: every definition, board, run, version and document it holds."""
+    """Reads a dump folder back: every definition, board, run, version and document it holds, and its sections.
+
+    `trusted` are the worker keys whose attestations count (import_runs passes this site's registry and the
+    keys pinned for the dump's publisher); without them none does, and every attested rerun is left out.
+    """
 
     name = "kernelindex"
+
+    def __init__(self, trusted: TrustedKeys | None = None) -> None:
+        self.trusted = trusted or TrustedKeys({})
 
     def read(self, path: Path, progress: Progress = None) -> Iterator[Item]:
         manifest = self._manifest(path)
@@ -310,17 +337,19 @@ class DumpAdapter:
         # Every file the manifest lists is checked before a line is read, so a damaged one writes nothing.
         for name, entry in sorted(manifest.files.items()):
             check_sha256(path / name, entry.sha256)
-        attested = attested_results(path, manifest)
+        checks, results = check_reruns(path, manifest, self.trusted)
         try:
             yield from _definitions(path / DEFINITIONS_FILE, progress)
             yield from _boards(path / BOARDS_FILE, progress)
-            yield from _runs(path / RUNS_FILE, progress, attested)
+            yield from _runs(path / RUNS_FILE, progress, results)
             yield from _history(path / HISTORY_FILE, progress)
-            # After the runs' history (which needs the runs), before the documents: a section's lines
-            # name runs, never documents.
+            # Before the sections, which name runs: a rerun's verdict is checked on the document of the run
+            # version it reran, which may be an older one than runs.jsonl.gz holds.
+            yield from _documents(path / DOCUMENTS_FILE, progress)
+            yield checks
+            yield from _left_out(checks)
             for name in manifest.sections:
                 yield from _section(path, name, progress)
-            yield from _documents(path / DOCUMENTS_FILE, progress)
         except (OSError, EOFError) as error:  # a file whose sha256 matched, but whose gzip stream is broken
             raise RecordError(path, None, None, f"cannot decompress: {error}") from None
 
@@ -375,66 +404,164 @@ def _definitions(path: Path, progress: Progress) -> Iterator[DefinitionItem]:
         )
 
 
-def _runs(path: Path, progress: Progress, attested: dict[str, RerunLine]) -> Iterator[Item]:
-    """The runs; a rerun's result only where a verified attestation vouches for it (attested_results)."""
+def _runs(path: Path, progress: Progress, results: dict[str, CountedRerun]) -> Iterator[Item]:
+    """The runs; a rerun's result only where a counted attestation covers it (_not_covered)."""
     for line, value in iter_json_lines(path, progress):
         shaped = rerun_result_shape(value) is not None
         item = manifest_item(value, path, line, redigest=False, rerun_result=shaped)
-        if shaped and not _attested_result(item.run.value, attested.get(item.run.digest)):
-            yield SkippedItem(line, "a rerun's result that no attestation in this dump vouches for: not imported")
+        if shaped and (why := _not_covered(item.run.value, item.run.digest, results, path, line)):
+            yield SkippedItem(line, f"{why}: not imported")
             continue
         yield item
 
 
-def _attested_result(run: dict[str, Any], rerun: RerunLine | None) -> bool:
-    """Whether the run is the result its rerun line names: of the run and version the attestation names."""
-    if rerun is None:
-        return False
+def _not_covered(
+    run: dict[str, Any], run_digest: str, results: dict[str, CountedRerun], path: Path, line: int
+) -> str | None:
+    """Why a run shaped like a rerun's result is not imported; None where a counted attestation covers it: the
+    result run it signed or, signed before result runs were, its rerun line's result of the run and version
+    it names."""
     spec = run["spec"]
     native = spec.get("sourceNative") or {}
-    return spec.get("rerunOf") == {"runId": rerun.run, "digest": rerun.runDigest} and native.get("externalId") == (
-        f"{RERUN_EXTERNAL_PREFIX}{rerun.run}/{rerun.number}"
-    )
+    counted = results.get(str(native.get("externalId") or ""))
+    if counted is None:
+        return "a rerun's result that no attestation this site trusts vouches for"
+    attested = counted.attested
+    # records.attestation gives older statements None: they signed the harness's result, not the run made of it.
+    signed = getattr(attested, "result_run_digest", None)
+    if signed is not None:
+        if run_digest != signed:
+            said = f"rerun #{attested.predicate.request}'s result run is {run_digest}, but its worker signed {signed}"
+            raise RecordError(path, line, "run", said)
+        return None
+    if spec.get("rerunOf") != {"runId": attested.predicate.run, "digest": attested.run_digest}:
+        return f"a result of another run than rerun #{attested.predicate.request}'s attestation names"
+    if run_digest != counted.result_digest:
+        return f"not the result run rerun #{attested.predicate.request}'s line names"
+    return None
 
 
 class WorkerLine(PublishedKey):
     """A rerun worker's public key (workers.jsonl.gz), as /api/v1/workers publishes it."""
 
 
-def attested_results(folder: Path, manifest: DumpManifest) -> dict[str, RerunLine]:
-    """The reruns whose attestation verifies against the dump's worker keys, by their result run's digest.
+@dataclass(frozen=True)
+class TrustedKeys:
+    """The worker keys whose attestations an import of a dump counts: this site's registry, and the keys an
+    operator pinned for the dump's publisher (import_runs --trust-workers). Never the dump's own key list."""
 
-    An attestation that does not verify, or that names another run, version or class than its rerun line,
-    refuses the whole dump: the dump is not what its site published. A key revoked after the site took an
-    attestation in (the rerun's finish) leaves it standing.
+    registered: Mapping[str, PublishedKey]
+    pinned: Mapping[str, PublishedKey] = field(default_factory=dict)
+
+    def key_set(self) -> dict[str, PublishedKey]:
+        # A key registered here is read as the registry has it (its name, classes and revocation).
+        return {**self.pinned, **self.registered}
+
+
+def check_reruns(
+    folder: Path, manifest: DumpManifest, trusted: TrustedKeys
+) -> tuple[DumpChecks, dict[str, CountedRerun]]:
+    """Each rerun line's attestation checked against the keys this site trusts, and the counted reruns by the
+    external id of the result run their attestation covers.
+
+    An attestation that verifies counts, and its line must say what it attests, or the whole dump is refused
+    (attested_line). One that does not verify (an unknown key, a key revoked before the rerun finished, a broken
+    signature), and a line that claims a verdict or a result with no attestation, is left out.
     """
+    checks = DumpChecks(publisher_label(manifest, folder), str(folder))
+    results: dict[str, CountedRerun] = {}
     if RERUNS_FILE not in manifest.sections:
-        return {}
-    keys: dict[str, PublishedKey] = {}
-    if WORKERS_FILE in manifest.sections:
-        workers = [value for _, value in iter_json_lines(folder / WORKERS_FILE)]
-        try:
-            keys = key_set(workers)
-        except AttestationError as error:
-            raise RecordError(folder / WORKERS_FILE, None, None, str(error)) from None
-    attested: dict[str, RerunLine] = {}
+        return checks, results
+    keys = trusted.key_set()
     path = folder / RERUNS_FILE
+    seen: dict[int, int] = {}
     for line, value in iter_json_lines(path):
         rerun = validate_record(RerunLine, value, path, line)
-        if rerun.attestation is None or rerun.resultDigest is None:
+        if rerun.number in seen:
+            raise RecordError(path, line, "number", f"rerun #{rerun.number} is on line {seen[rerun.number]} too")
+        seen[rerun.number] = line
+        if rerun.attestation is None:
+            if rerun.verdict or rerun.resultRun is not None or rerun.state == "succeeded":
+                checks.left_out[rerun.number] = "it carries no attestation, so nothing vouches for its outcome"
             continue
         try:
-            statement, _ = verify_with_key_set(
-                rerun.attestation, keys, recorded_at=moment(rerun.finishedAt) if rerun.finishedAt else None
-            )
+            attested, key = verify_with_key_set(rerun.attestation, keys, recorded_at=_recorded_at(rerun, path, line))
         except AttestationError as error:
-            raise RecordError(path, line, "attestation", f"rerun #{rerun.number}: {error}") from None
-        named = (statement.predicate.run, statement.run_digest, statement.hardware_class)
-        if named != (rerun.run, rerun.runDigest, rerun.hardware):
-            said = f"rerun #{rerun.number}: its attestation is of run {named[0]} ({named[1]}) on {named[2]}"
+            checks.left_out[rerun.number] = f"its attestation does not verify against a key this site trusts: {error}"
+            continue
+        _check_line(rerun, attested, path, line)
+        counted = CountedRerun(line, attested, key, key.keyId not in trusted.registered, rerun.resultDigest)
+        result = _result_external_id(attested)
+        if result in results:
+            said = f"an attestation of the same rerun as line {results[result].line}'s"
             raise RecordError(path, line, "attestation", said)
-        attested[rerun.resultDigest] = rerun
-    return attested
+        checks.counted[rerun.number] = results[result] = counted
+    return checks, results
+
+
+def _recorded_at(rerun: RerunLine, path: Path, line: int) -> datetime | None:
+    """When the dump says its site took the attestation in (or the rerun finished): a key revoked after that
+    still verifies it, one revoked before does not. Only the dump says so: a stolen key, revoked since, signs
+    what a dump dates before its revocation, and only a log of the publisher's would tell."""
+    name = "finishedAt" if rerun.attestationRecordedAt is None else "attestationRecordedAt"
+    text = rerun.finishedAt if rerun.attestationRecordedAt is None else rerun.attestationRecordedAt
+    try:
+        return moment(text) if text else None
+    except AttestationError as error:
+        raise RecordError(path, line, name, str(error)) from None
+
+
+def attested_line(attested: Attested) -> dict[str, Any]:
+    """What a rerun line says of a rerun this attestation decided, field by field: what the site that took it
+    in wrote from it (runs.reruns.record_result, and record_failure where the harness wrote no result)."""
+    predicate = attested.predicate
+    said: dict[str, Any] = {
+        "run": predicate.run,
+        "runDigest": attested.run_digest,
+        "hardware": attested.hardware_class,
+        "harnessSeconds": predicate.harnessSeconds,
+    }
+    result = attested.result
+    if result is None:
+        failure = {"failureStatus": "HARNESS_ERROR", "failureReason": "the harness produced no result"}
+        return said | {"state": "failed", **failure, "verdict": "", "resultRun": None}
+    passed = result.get("status") == PASSED
+    return said | {
+        "state": "succeeded" if passed else "failed",
+        "failureStatus": "" if passed else str(result.get("status") or ""),
+        "failureReason": "" if passed else str(result.get("reason") or "")[-4000:],
+        "resultRun": run_id_for(NATIVE_SOURCE, _result_external_id(attested)),
+    }
+
+
+def _check_line(rerun: RerunLine, attested: Attested, path: Path, line: int) -> None:
+    """A counted rerun's line says what its attestation says, or the dump is not what its site published."""
+    written = rerun.model_dump()
+    for name, value in attested_line(attested).items():
+        if written[name] != value:
+            said = f"rerun #{rerun.number} says {written[name]!r}, but its attestation gives {value!r}"
+            raise RecordError(path, line, name, said)
+    signed = getattr(attested, "result_run_digest", None)
+    if signed is not None and rerun.resultDigest != signed:
+        said = f"rerun #{rerun.number} names result run {rerun.resultDigest}, but its worker signed {signed}"
+        raise RecordError(path, line, "resultDigest", said)
+
+
+def _result_external_id(attested: Attested) -> str:
+    """The external id of the result run of the rerun an attestation answers (records.rerun.rerun_external_id):
+    the request's number where its worker ran it, which a mirror's dump may list under another number."""
+    return f"{RERUN_EXTERNAL_PREFIX}{attested.predicate.run}/{attested.predicate.request}"
+
+
+def publisher_label(manifest: DumpManifest, folder: Path) -> str:
+    """The dump as the keys it lists are shown: its folder's name, and the site it says made it."""
+    return f"dump {folder.name} of {manifest.publisher}" if manifest.publisher else f"dump {folder.name}"
+
+
+def _left_out(checks: DumpChecks) -> Iterator[SkippedItem]:
+    for number, why in sorted(checks.left_out.items()):
+        said = f"{RERUNS_FILE}: rerun #{number}, its result run and the evidence resting on it left out: {why}"
+        yield SkippedItem(None, said)
 
 
 def _boards(path: Path, progress: Progress) -> Iterator[BoardItem]:

@@ -263,22 +263,38 @@ def test_a_version_1_dump_still_imports_without_sections(decided: Any, import_ru
     assert not RerunRequest.objects.exists() and set(Run.objects.values_list("evidence", flat=True)) == {"reported"}
 
 
-def rewrite_reruns(folder: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    """Change each line of the dump's reruns and give the manifest the new file's sha256, as a dump's author can."""
-    path = folder / "reruns.jsonl.gz"
+def rewrite_lines(
+    folder: Path,
+    name: str,
+    change: Callable[[dict[str, Any]], None],
+    keep: Callable[[dict[str, Any]], bool] = lambda line: True,
+) -> None:
+    """Change each line of one of the dump's files (leaving out those not to `keep`) and give the manifest the
+    file's new sha256, as a dump's author can: a sha256 is integrity, not authority."""
+    path = folder / name
     lines = [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()]
+    lines = [line for line in lines if keep(line)]
     for line in lines:
         change(line)
     raw = gzip.compress("".join(json.dumps(line) + "\n" for line in lines).encode(), mtime=0)
     path.write_bytes(raw)
     entry = {"sha256": hashlib.sha256(raw).hexdigest(), "bytes": len(raw), "lines": len(lines)}
-    rewrite_manifest(folder, lambda manifest: manifest["files"].update({"reruns.jsonl.gz": entry}))
+    rewrite_manifest(folder, lambda manifest: manifest["files"].update({name: entry}))
 
 
-def test_a_dump_whose_attestation_does_not_verify_imports_nothing(
-    decided: Any, import_runs: ImportRuns, tmp_path: Path
+def rewrite_reruns(folder: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    rewrite_lines(folder, "reruns.jsonl.gz", change)
+
+
+def levels() -> dict[str, str]:
+    return dict(Run.objects.exclude(external_id__startswith="rerun/").values_list("run_id", "evidence"))
+
+
+def test_a_rerun_whose_attestation_does_not_verify_is_left_out_with_its_result_and_evidence(
+    decided: dict[str, Any], import_runs: ImportRuns, tmp_path: Path
 ) -> None:
     dump_into(tmp_path / "dump")
+    results = set(RerunRequest.objects.exclude(result_run=None).values_list("result_run__run_id", flat=True))
     forget_everything()
 
     def forged(line: dict[str, Any]) -> None:
@@ -288,9 +304,15 @@ def test_a_dump_whose_attestation_does_not_verify_imports_nothing(
             line["attestation"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
 
     rewrite_reruns(tmp_path / "dump", forged)
-    output = import_runs(tmp_path / "dump", fails=True)
-    assert "reruns.jsonl.gz" in output and "field attestation" in output and "does not verify" in output
-    assert not Run.objects.exists() and not RerunRequest.objects.exists() and not Document.objects.exists()
+    output = import_runs(tmp_path / "dump")
+    for number in (1, 2):
+        said = f"rerun #{number}, its result run and the evidence resting on it left out: its attestation does not"
+        assert said in output and "the signature does not verify" in output
+    assert "evidence.jsonl.gz line 1: run" in output and "which is left out" in output
+    # Only the cancelled rerun, which decided nothing, is in; no result run, and no level moved.
+    assert list(RerunRequest.objects.values_list("state", flat=True)) == ["cancelled"]
+    assert results and not Run.objects.filter(run_id__in=results).exists()
+    assert set(levels().values()) == {"reported"} and not EvidenceChange.objects.exists()
 
 
 def test_a_rerun_result_no_attestation_vouches_for_is_left_out(
@@ -301,21 +323,35 @@ def test_a_rerun_result_no_attestation_vouches_for_is_left_out(
     forget_everything()
     rewrite_reruns(tmp_path / "dump", lambda line: line.update(attestation=None))
     output = import_runs(tmp_path / "dump")
-    assert "a rerun's result that no attestation in this dump vouches for: not imported" in output
+    assert "a rerun's result that no attestation this site trusts vouches for: not imported" in output
+    assert "it carries no attestation, so nothing vouches for its outcome" in output
     assert results and not Run.objects.filter(run_id__in=results).exists()
-    assert RerunRequest.objects.count() == 3 and not RerunRequest.objects.exclude(result_run=None).exists()
+    # A verdict without its attestation is left out; the cancelled rerun claimed none.
+    assert list(RerunRequest.objects.values_list("state", flat=True)) == ["cancelled"]
+    assert set(levels().values()) == {"reported"}
 
 
-def test_a_mirror_verifies_with_the_dumps_keys_and_never_takes_them_for_its_own(
-    decided: Any, import_runs: ImportRuns, tmp_path: Path
+def test_a_mirror_counts_attestations_by_the_keys_it_pinned_and_never_takes_them_for_its_own(
+    decided: Any, import_runs: ImportRuns, tmp_path: Path, client: Client, settings: Any
 ) -> None:
-    dump_into(tmp_path / "dump")
+    before = figures()
+    (tmp_path / "workers.json").write_bytes(client.get("/api/v1/workers").content)
+    dump_into(tmp_path / "kernelindex-2026-08-24")
     forget_everything()
     WorkerKey.objects.all().delete()
-    import_runs(tmp_path / "dump")
+    # A mirror with no key pinned takes the dump's keys for nothing: every attested rerun is left out.
+    unpinned = import_runs(tmp_path / "kernelindex-2026-08-24")
+    assert "signed by a key the key set does not hold" in unpinned
+    assert not RerunRequest.objects.exclude(state="cancelled").exists() and set(levels().values()) == {"reported"}
+
+    forget_everything()
+    import_runs(tmp_path / "kernelindex-2026-08-24", trust_workers=[tmp_path / "workers.json"])
+    assert figures() == before
     (key,) = WorkerKey.objects.all()
     assert (key.name, key.registered_here) == (attested.WORKER, False)
+    assert key.provenance == f"published by dump kernelindex-2026-08-24 of {settings.SITE_URL}"
     assert RerunRequest.objects.exclude(attestation=None).count() == 2
+    assert client.get("/api/v1/workers").json()["workers"] == []
     # The key the dump's worker signs with (worker_identity finds it held, and registers nothing).
     message = worker_message(attested.worker_identity(), "beat", "tests:1", classes=["cpu"])
     assert WorkerKey.objects.count() == 1

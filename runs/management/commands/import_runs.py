@@ -1,4 +1,4 @@
-"""python manage.py import_runs PATH... [--source SOURCE] [--redigest]"""
+"""python manage.py import_runs PATH... [--source SOURCE] [--redigest] [--trust-workers KEYSET]"""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from records.attestation import AttestationError, PublishedKey, read_key_set_file
 from records.errors import RecordError
 from records.sources import SOURCES, ImportUnit, discover
+from records.sources.dump import DumpAdapter, TrustedKeys
+from runs.dump_sections import trusted_keys
 from runs.ingest import READER_PROCESS_MIN_BYTES, ImportResult, import_unit, record_failure
 
 
@@ -29,6 +32,7 @@ class Command(BaseCommand):
             help="for manifests whose declared digests were made by another recipe: store them under "
             "KernelIndex's digests and keep each declared value as provenance",
         )
+        parser.add_argument("--trust-workers", **TRUST_WORKERS_OPTION)
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -38,6 +42,7 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         if not units:
             raise CommandError("no JSON or JSONL files found under the given paths")
+        units = trusting_dumps(units, options["trust_workers"])
         failures = 0
         total = ImportResult("all", "")
         for unit in units:
@@ -67,6 +72,40 @@ class Command(BaseCommand):
             return import_unit(unit)
         with tqdm(total=size, unit="B", unit_scale=True, desc=unit.path.name, file=sys.stderr, disable=None) as bar:
             return import_unit(unit, progress=bar.update)
+
+
+TRUST_WORKERS_OPTION: dict[str, Any] = {
+    "dest": "trust_workers",
+    "action": "append",
+    "type": Path,
+    "default": [],
+    "metavar": "KEYSET",
+    "help": "pin the worker keys of the publisher of the dumps being imported: a key set as the publisher's "
+    "/api/v1/workers serves it, or its dump's workers.jsonl(.gz), which you got from the publisher yourself "
+    "(repeatable). A rerun's attestation counts when it verifies against a key of this site's own registry or "
+    "a pinned one, never against the dump's own workers.jsonl.gz; any other rerun is left out, with its result "
+    "run and the evidence resting on it. Pinned keys are stored as published by the dump, never as this "
+    "site's workers.",
+}
+
+
+def pinned_keys(paths: list[Path]) -> dict[str, PublishedKey]:
+    """The keys of the key sets given with --trust-workers, by key id."""
+    pinned: dict[str, PublishedKey] = {}
+    for path in paths:
+        try:
+            pinned.update(read_key_set_file(path))
+        except (AttestationError, OSError, ValueError) as error:
+            raise CommandError(f"--trust-workers {path}: not a key set: {error}") from None
+    return pinned
+
+
+def trusting_dumps(units: list[ImportUnit], pinned: list[Path]) -> list[ImportUnit]:
+    """The units, each dump read with the keys whose attestations count: this site's registry and the pinned."""
+    if pinned and not any(isinstance(unit.adapter, DumpAdapter) for unit in units):
+        raise CommandError("--trust-workers pins the keys of a dump's publisher, and no dump is among the paths")
+    trusted: TrustedKeys = trusted_keys(pinned_keys(pinned))
+    return [ImportUnit(u.path, DumpAdapter(trusted)) if isinstance(u.adapter, DumpAdapter) else u for u in units]
 
 
 def describe(result: ImportResult) -> str:
