@@ -334,17 +334,24 @@ class WorkerKeyForm(forms.ModelForm):  # type: ignore[type-arg]
 
 @admin.register(WorkerKey)
 class WorkerKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    """The worker registry: who may write a rerun's result. A key is added, revoked, never edited or deleted."""
+    """The worker registry: who may write a rerun's result. A key is added, revoked, never edited or deleted.
+
+    A key kept from a dump's own key list is listed beside them as published by that dump: it is no worker of
+    this site's, and a name it shares with one registered here is only what the dump said."""
 
     form = WorkerKeyForm
-    list_display = ("name", "hardware", "key_id", "created_at", "revoked_at", "registered_here")
+    list_display = ("name", "hardware", "key_id", "created_at", "revoked_at", "provenance")
     list_filter = ("revoked_at", "registered_here")
-    search_fields = ("name", "key_id")
+    search_fields = ("name", "key_id", "published_by")
     actions = ("revoke",)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
-        fields = ("name", "hardware", "public_key", "key_id", "created_at", "revoked_at", "registered_here")
+        fields = ("name", "hardware", "public_key", "key_id", "created_at", "revoked_at", "provenance")
         return fields if obj is not None else ()
+
+    @admin.display(description="provenance", ordering="registered_here")
+    def provenance(self, key: WorkerKey) -> str:
+        return key.provenance
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # its attestations name it: a key is revoked, never deleted

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
@@ -24,6 +25,7 @@ from records.attestation import STATEMENT_PAYLOAD_TYPE, key_id, public_key_text,
 from runs.dump_sections import reset_sequence
 from runs.models import Document, EvidenceChange, RerunAttestation, RerunRequest, Run, WorkerKey
 from tests.conftest import ImportRuns
+from tests.pages import visible_text
 from tests.runs import attested, test_dump_evidence
 from tests.runs.test_dump_evidence import (
     dump_into,
@@ -350,3 +352,22 @@ def test_trust_workers_names_a_key_set_and_a_dump_to_pin_it_for(
     pinned = dump / "workers.jsonl.gz"
     said = import_runs(sample / "kernelbench", trust_workers=[pinned], fails=True)
     assert "no dump is among the paths" in said
+
+
+def test_a_key_kept_from_a_dump_is_shown_as_published_by_it_wherever_keys_are_shown(
+    decided: dict[str, Any], dump: Path, import_runs: ImportRuns, client: Client, settings: Any
+) -> None:
+    settings.PAGE_CACHE_SECONDS = 0
+    pinned = dump.parent / "pinned.jsonl.gz"
+    pinned.write_bytes((dump / "workers.jsonl.gz").read_bytes())
+    forget_everything()
+    WorkerKey.objects.all().delete()
+    import_runs(dump, trust_workers=[pinned])
+    published = f"published by dump {DUMP} of {settings.SITE_URL}"
+    page = visible_text(client.get(f"/runs/{decided['reproduced'].run_id}").content)
+    assert f"signed by worker {attested.WORKER} (in-toto, DSSE; a key {published}, not one of this site's" in page
+    listed = io.StringIO()
+    call_command("worker_key", "list", stdout=listed)
+    assert f"{published}: not one of this site's workers" in listed.getvalue()
+    client.force_login(User.objects.create_superuser("admin", password="x"))
+    assert published in visible_text(client.get("/admin/runs/workerkey/").content)

@@ -43,5 +43,5 @@ class Command(BaseCommand):
         else:
             for key in WorkerKey.objects.all():
                 state = f"revoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "active"
-                where = "" if key.registered_here else ", from another site's dump"
+                where = "" if key.registered_here else f", {key.provenance}: not one of this site's workers"
                 self.stdout.write(f"{key.name}  {key.hardware}  {key.key_id}  {state}{where}")
