@@ -427,8 +427,8 @@ def _not_covered(
     if counted is None:
         return "a rerun's result that no attestation this site trusts vouches for"
     attested = counted.attested
-    # records.attestation gives older statements None: they signed the harness's result, not the run made of it.
-    signed = getattr(attested, "result_run_digest", None)
+    # None for statements signed before result runs were: they signed the harness's result, not the run made of it.
+    signed = attested.result_run_digest
     if signed is not None:
         if run_digest != signed:
             said = f"rerun #{attested.predicate.request}'s result run is {run_digest}, but its worker signed {signed}"
@@ -541,7 +541,7 @@ def _check_line(rerun: RerunLine, attested: Attested, path: Path, line: int) -> 
         if written[name] != value:
             said = f"rerun #{rerun.number} says {written[name]!r}, but its attestation gives {value!r}"
             raise RecordError(path, line, name, said)
-    signed = getattr(attested, "result_run_digest", None)
+    signed = attested.result_run_digest
     if signed is not None and rerun.resultDigest != signed:
         said = f"rerun #{rerun.number} names result run {rerun.resultDigest}, but its worker signed {signed}"
         raise RecordError(path, line, "resultDigest", said)
