@@ -8,6 +8,7 @@ stored document.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.conf import settings
@@ -18,10 +19,13 @@ from django.db.models.functions import Coalesce, Upper
 from django.urls import reverse
 
 from records import schema
+from records.attestation import AttestationError, Attested, verified_statement
 from records.canonical import DIGEST_LENGTH, parse_json
 from records.schema import RANKABLE_STATUSES
 from records.sources import display_external_id, source_title
 from records.sources.hardware import queue_of
+
+logger = logging.getLogger(__name__)
 
 
 class Document(models.Model):
@@ -494,6 +498,9 @@ class RerunRequest(models.Model):
     # The job the current attempt is sent as, a fresh id for each attempt: only the worker that took this job
     # can answer it, once (runs.collector).
     job_id = models.CharField(max_length=32, blank=True, db_index=True)
+    # The harness options every job of this request is sent with, fixed when it is asked for: the collector
+    # takes a result only when its attestation names exactly these (records.worker_protocol.HARNESS_OPTIONS).
+    harness_options = models.JSONField(default=dict, blank=True)
     # The registered key of the worker that took the current attempt (`worker` names its process).
     worker_key = models.ForeignKey("WorkerKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     # The signed attestation whose figures the verdict was decided on: `reevaluate` reads these, never a run.
@@ -688,3 +695,13 @@ class RerunAttestation(models.Model):
 
     def __str__(self) -> str:
         return f"Rerun #{self.request_id} attempt {self.attempt} by {self.worker_key.name}"
+
+    def verified(self) -> Attested | None:
+        """Its statement, verified again with the key that signed it, before anything reads a figure of it
+        (reevaluate, the evidence, the pages, the dumps, the API); None, logged, where it no longer verifies (an
+        envelope edited where it is stored), which then moves nothing."""
+        try:
+            return verified_statement(self.envelope, self.worker_key.public_key)
+        except (AttestationError, ValueError) as error:
+            logger.error("the attestation of job %s no longer verifies: %s", self.job_id, error)
+            return None
