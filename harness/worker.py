@@ -3,11 +3,12 @@
 It needs three things: the broker's URL, its hardware class, and its signing
 key (the file `manage.py worker_key create NAME --class CLASS` printed once):
 
-    python -m harness.worker --broker rediss://:PASSWORD@queue.example:6379/0 --class nvidia-h100 --key worker.key
+    python -m harness.worker --class nvidia-h100 --key worker.key \
+        --broker rediss://kernelindex-worker-nvidia-h100:PASSWORD@queue.example:6380/0
 
 (or KERNELINDEX_BROKER_URL, KERNELINDEX_HARDWARE_CLASS, KERNELINDEX_WORKER_KEY_FILE; the class defaults to
-the key's one class). It consumes its class's queue (`reruns.<class>`). A job
-(records.worker_protocol.RerunJob) carries everything the harness needs: the
+the key's one class; the URL names the Redis user of the class, records/broker.py). It consumes its class's
+queue (`reruns.<class>`). A job (records.worker_protocol.RerunJob) carries everything the harness needs: the
 run's Workload and Implementation documents, the harness options and a job id.
 The worker runs `python -m harness run` on them in a subprocess that sees none
 of its environment but the timing setup (HARNESS_ENVIRONMENT), and answers on
@@ -52,6 +53,7 @@ from records.attestation import (
     rerun_statement,
     sign_envelope,
 )
+from records.broker import WORKER_TRANSPORT_OPTIONS
 from records.canonical import canonical_text, digest, parse_json
 from records.rerun import RerunOf, rerun_manifest
 from records.sources.hardware import UnknownHardwareClassError, hardware_class_named, queue_of
@@ -336,7 +338,9 @@ class WorkerState:
 def sender(app: Any) -> Callable[[dict[str, Any]], bool]:
     def send(envelope: dict[str, Any]) -> bool:
         try:
-            app.send_task(MESSAGE_TASK, args=(envelope,), queue=RESULTS_QUEUE, retry=False)
+            # declare=[]: the site declares the results queue; this worker's Redis user may only push to it
+            # (records/broker.py), and declaring would read its length and write its bindings.
+            app.send_task(MESSAGE_TASK, args=(envelope,), queue=RESULTS_QUEUE, retry=False, declare=[])
         except Exception as error:  # any broker failure: the caller decides whether to try again
             logger.warning("not sent to %s: %s", RESULTS_QUEUE, error)
             return False
@@ -364,9 +368,7 @@ def make_app(broker: str, broker_folder: Path | None) -> Celery:
         broker_url=broker,
         broker_read_url=broker,
         broker_write_url=broker,
-        broker_transport_options=filesystem_transport_options(broker_folder)
-        if broker.startswith("filesystem") and broker_folder
-        else {},
+        broker_transport_options=transport_options(broker, broker_folder),
         broker_connection_retry_on_startup=True,
         # A GPU host waits for its broker however long it is away.
         broker_connection_max_retries=None,
@@ -377,8 +379,19 @@ def make_app(broker: str, broker_folder: Path | None) -> Celery:
         task_reject_on_worker_lost=True,
         task_ignore_result=True,
         worker_prefetch_multiplier=1,
+        # No remote control: its pidbox queue and broadcast channel are keys and channels this worker's Redis
+        # user is not given (records/broker.py), and nobody sends a rerun worker commands.
+        worker_enable_remote_control=False,
     )
     return app
+
+
+def transport_options(broker: str, broker_folder: Path | None) -> dict[str, object]:
+    """On Redis, the routing both sides share and no ack emulation, so that this worker touches only the keys its
+    Redis user is given (records/broker.py); the filesystem broker's folders in development."""
+    if broker.startswith("redis"):
+        return dict(WORKER_TRANSPORT_OPTIONS)
+    return filesystem_transport_options(broker_folder) if broker.startswith("filesystem") and broker_folder else {}
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:

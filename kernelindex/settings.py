@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
+from records.broker import SHARED_TRANSPORT_OPTIONS
 from records.rerun import DEFAULT_CASE_BUDGET_SECONDS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -284,11 +285,17 @@ CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = (
         "store_processed": False,
     }
     if CELERY_BROKER_URL == "filesystem://"
-    else {"visibility_timeout": 3600}
+    # Routed as the rerun workers route (records/broker.py), whose Redis users may touch their queues' keys alone.
+    else {"visibility_timeout": 3600, **SHARED_TRANSPORT_OPTIONS}
 )
 if CELERY_BROKER_URL == "filesystem://":
     for folder in ("broker", "broker-processed", "broker-control"):
         (VAR_DIR / folder).mkdir(exist_ok=True)
+# JSON only, sent and accepted: whoever holds a broker credential can put a message on the queues this
+# site's worker consumes, and a pickled one would run its code beside the database.
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

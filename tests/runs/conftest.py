@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -20,8 +21,10 @@ from django.conf import settings
 from django.contrib.auth.models import Permission, User
 from django.db import connection
 
+from records import broker
 from records.canonical import digest
 from records.schema import REFERENCE_FIELDS, make_document
+from records.sources.hardware import HARDWARE_CLASSES
 from records.sources.runnable import read_definition_folder, read_solution
 from records.worker_protocol import RESULTS_QUEUE
 from runs.models import RerunRequest, Run
@@ -134,18 +137,32 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """A real redis-server of the test's own, which a test may stop and start again on the same port."""
+    """A real redis-server of the test's own, which a test may stop and start again on the same port, with the
+    Redis users production has (records/broker.py): the web tier's, and one per class for its rerun workers, each
+    with a password made for this server alone. Its `default` user is off."""
 
     def __init__(self, folder: Path) -> None:
         self.port = free_port()
         self.folder = folder
         self.process: subprocess.Popen[bytes] | None = None
+        self.web_password = secrets.token_hex(16)
+        self.worker_passwords = {hardware.name: secrets.token_hex(16) for hardware in HARDWARE_CLASSES}
+        self.acl_file = folder / "users.acl"
+        self.acl_file.write_text(broker.acl_file(self.web_password, self.worker_passwords))
 
     def url(self, db: int = 0) -> str:
-        return f"redis://127.0.0.1:{self.port}/{db}"
+        """The web tier's URL: its cache and broker."""
+        return broker.user_url(broker.WEB_USER, self.web_password, "127.0.0.1", self.port, db)
+
+    def worker_url(self, hardware: str, db: int = 0) -> str:
+        """The URL a rerun worker of this class is given."""
+        password = self.worker_passwords[hardware]
+        return broker.user_url(broker.worker_user(hardware), password, "127.0.0.1", self.port, db)
 
     def start(self) -> None:
         command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        # DEBUG enabled, so that where tests/runs/test_broker_doors.py finds it refused, the ACL refused it.
+        command += ["--aclfile", str(self.acl_file), "--enable-debug-command", "local"]
         self.process = subprocess.Popen([*command, "--dir", str(self.folder)], stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -316,9 +333,10 @@ def worker(
     tmp_path: Path,
     worker_settings: dict[str, str],
 ) -> Iterator[Worker]:
-    """The web tier's worker on the test's database, broker and page cache, and a rerun worker with the broker
-    and a key registered in the test's database alone; started, stopped at the end. The test's own process
-    sends the jobs (a moderator's request is sent once it commits) with the same settings."""
+    """The web tier's worker on the test's database, broker and page cache (as the web tier's Redis user), and a
+    rerun worker with the broker (as its class's Redis user) and a key registered in the test's database alone;
+    started, stopped at the end. The test's own process sends the jobs (a moderator's request is sent once it
+    commits) with the same settings."""
     site_settings = request.getfixturevalue("settings")
     for name, value in worker_settings.items():
         if hasattr(site_settings, name):
@@ -343,7 +361,7 @@ def worker(
     key_file.chmod(0o600)
     rerun_environment = {name: os.environ[name] for name in RERUN_WORKER_ENVIRONMENT if name in os.environ}
     rerun_environment |= {
-        "KERNELINDEX_BROKER_URL": redis_server.url(0),
+        "KERNELINDEX_BROKER_URL": redis_server.worker_url(worker_settings["KERNELINDEX_HARDWARE_CLASS"]),
         "KERNELINDEX_HARDWARE_CLASS": worker_settings["KERNELINDEX_HARDWARE_CLASS"],
         "KERNELINDEX_WORKER_KEY_FILE": str(key_file),
         "RERUN_HEARTBEAT_SECONDS": worker_settings["RERUN_HEARTBEAT_SECONDS"],
