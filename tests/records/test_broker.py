@@ -11,6 +11,7 @@ from kombu.transport.redis import Channel
 
 from records import broker
 
+ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "9f2c" * 8
 
 
@@ -65,3 +66,12 @@ def test_the_command_line_writes_a_file_only_its_owner_reads(
     assert capsys.readouterr().out == broker.setuser_commands(PASSWORD, {"cpu": "cpu-password"})
     with pytest.raises(SystemExit):
         broker.main([*arguments, "--worker", f"nvidia-h999:{tmp_path / 'cpu'}"])
+
+
+def test_deploys_example_is_what_the_command_writes() -> None:
+    """deploy/redis-users.acl.example: the generator's output with each password's hash left as a placeholder."""
+    passwords = {"WEB": "WEB", "CPU_WORKERS": "CPU", "NVIDIA_H100_WORKERS": "H100"}
+    written = broker.acl_file("WEB", {"cpu": "CPU", "nvidia-h100": "H100"})
+    for name, password in passwords.items():
+        written = written.replace(broker.password_hash(password), f"#SHA256_OF_{name}_PASSWORD")
+    assert (ROOT / "deploy" / "redis-users.acl.example").read_text() == written

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -257,3 +258,11 @@ def test_the_web_tiers_worker_refuses_a_pickled_message_on_its_queues(
         time.sleep(0.2)
     assert worker.web.log().count(refusal) == 2, worker.web.log()[-3000:]
     assert not marker.exists()
+
+
+def test_deploys_readme_quotes_only_tests_of_this_file() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "deploy" / "README.md").read_text()
+    section = readme[readme.index("## The broker over TLS") :]
+    quoted = set(re.findall(r"`(test_[a-z_]+)`", section))
+    assert quoted
+    assert quoted <= {name for name in globals() if name.startswith("test_")}
