@@ -325,6 +325,10 @@ RERUN_CASE_BUDGET_SECONDS = env_float("RERUN_CASE_BUDGET_SECONDS", DEFAULT_CASE_
 # A request still queued this long after it was sent (or never sent: the broker was down) is sent again.
 RERUN_RESEND_AFTER_SECONDS = env_float("RERUN_RESEND_AFTER_SECONDS", 120)
 RERUN_SWEEP_SECONDS = env_float("RERUN_SWEEP_SECONDS", 30)
+# The site's own ed25519 key, which signs every rerun job it sends (a worker runs no job it did not sign): made
+# here on first use, mode 0600. Every web host of a deployment reads the same file; back it up, since a new key
+# means new key files for every worker (manage.py worker_key create writes the site's public key into them).
+SITE_KEY_FILE = Path(env_str("SITE_KEY_FILE") or VAR_DIR / "site.key")
 # Development only: run solutions without the bubblewrap sandbox where it is not installed.
 RERUN_UNSANDBOXED = env_bool("RERUN_UNSANDBOXED", False)
 # Open data (runs/dumps.py): Celery beat writes a dump of the whole index here once a day, served at /dumps/;

@@ -348,6 +348,8 @@ def worker(
         "DATABASE_URL": database_url_of_this_test(),
         "CELERY_BROKER_URL": redis_server.url(0),
         "KERNELINDEX_VAR_DIR": str(tmp_path),
+        # The site's one signing key: the jobs its sweep sends again are signed as this process's are.
+        "SITE_KEY_FILE": str(settings.SITE_KEY_FILE),
     }
     cache = settings.CACHES["default"]
     if "redis" in cache["BACKEND"].lower():
