@@ -82,7 +82,7 @@ def test_a_job_runs_once_however_often_it_was_sent_before_it_was_taken(state: An
 
 
 def test_a_job_taken_but_never_attested_runs_again_when_the_site_sends_it_again(state: Any) -> None:
-    worker_state, sent, ran = state
+    worker_state, _, ran = state
     worker_state.taken["a" * 32] = worker.datetime(2026, 8, 24, 10, 0, 1, tzinfo=worker.UTC)
     worker_state.run(signed(JOB))  # a copy sent before it was taken
     assert ran == []

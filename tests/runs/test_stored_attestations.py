@@ -27,10 +27,10 @@ from runs.models import RerunAttestation, RerunRequest, Run
 from runs.reruns import request_rerun
 from runs.worker_keys import revoke_worker_key
 from tests.pages import visible_text
-from web.cache import bump_generation
 from tests.results import harness_result
 from tests.runs.attested import WORKER, finish, rerun_here
 from tests.runs.conftest import ROOT
+from web.cache import bump_generation
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("memory_broker")]
 
@@ -97,9 +97,7 @@ def verify(folder: Path, *options: str) -> subprocess.CompletedProcess[str]:
     """`python -m records.attestation verify` with this checkout's code and nothing of the site's."""
     command = [sys.executable, "-m", "records.attestation", "verify", "attestation.json", "--keys", "workers.json"]
     environment = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [*command, *options], cwd=folder, env=environment, capture_output=True, text=True, timeout=60
-    )
+    return subprocess.run([*command, *options], cwd=folder, env=environment, capture_output=True, text=True, timeout=60)
 
 
 def third_party_verifies(envelope: dict[str, Any], workers: dict[str, Any]) -> bool:
