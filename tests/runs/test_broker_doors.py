@@ -22,7 +22,7 @@ from django.test import Client, RequestFactory
 
 from harness.worker import make_app, sender
 from records import broker
-from records.sources.hardware import queue_of
+from records.hardware import queue_of
 from records.worker_protocol import JOB_TASK, MESSAGE_TASK, RESULTS_QUEUE
 from runs.models import Run
 from runs.reruns import SWEPT_AT, SweepResult, sweep_reruns
@@ -260,9 +260,16 @@ def test_the_web_tiers_worker_refuses_a_pickled_message_on_its_queues(
     assert not marker.exists()
 
 
-def test_deploys_readme_quotes_only_tests_of_this_file() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "deploy" / "README.md").read_text()
+def test_deploys_readme_quotes_only_tests_that_exist() -> None:
+    """Its sentences about what a host can do each name the test that proves it: a bare name is a test of this
+    file, `tests/…py::name` one of that file."""
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "deploy" / "README.md").read_text()
     section = readme[readme.index("## The broker over TLS") :]
     quoted = set(re.findall(r"`(test_[a-z_]+)`", section))
     assert quoted
     assert quoted <= {name for name in globals() if name.startswith("test_")}
+    elsewhere = re.findall(r"`(tests/[a-z_/]+\.py)::(test_[a-z_]+)`", section)
+    assert elsewhere
+    for path, name in elsewhere:
+        assert re.search(rf"^def {name}\(", (root / path).read_text(), flags=re.MULTILINE), f"{path}::{name}"
