@@ -16,10 +16,10 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import models_json_schema
 
 from records.canonical import DIGEST_PATTERN
+from records.hardware import CLASSES
 from records.manifest import INDEX_MEMBERS, MANIFEST_ROLES, REQUIRED_ROLES
 from records.schema import REFERENCE_FIELDS, ROLES, SPEC_MODELS, Closed, Envelope
 from records.sources import SOURCES
-from records.sources.hardware import CLASSES
 from runs.models import RerunRequest, Run
 from web.middleware import NUL
 

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from typing import Any
 
-from records.sources.hardware import CPU_CLASS, hardware_class_of, hardware_spec
+from records.hardware import CPU_CLASS, hardware_class_of, hardware_spec
 
 HARDWARE_CLASS_VARIABLE = "KERNELINDEX_HARDWARE_CLASS"
 _NVIDIA_SMI_TIMEOUT = 10.0

@@ -55,8 +55,8 @@ from records.attestation import (
 )
 from records.broker import WORKER_TRANSPORT_OPTIONS
 from records.canonical import canonical_text, digest, parse_json
+from records.hardware import UnknownHardwareClassError, hardware_class_named, queue_of
 from records.rerun import RerunOf, rerun_manifest
-from records.sources.hardware import UnknownHardwareClassError, hardware_class_named, queue_of
 from records.sources.runnable import harness_definition
 from records.worker_protocol import (
     JOB_TASK,

@@ -52,7 +52,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from records.sources.hardware import HARDWARE_CLASSES, hardware_class_named, queue_of
+from records.hardware import HARDWARE_CLASSES, hardware_class_named, queue_of
 from records.worker_protocol import RESULTS_QUEUE
 
 WEB_USER = "kernelindex-web"

@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from records.attestation import WORKER_NAME_PATTERN, AttestationError, key_id, load_public_key
-from records.sources.hardware import CLASSES, UnknownHardwareClassError, hardware_class_named
+from records.hardware import CLASSES, UnknownHardwareClassError, hardware_class_named
 from runs.display import format_latency
 from runs.models import (
     ComparisonGroup,

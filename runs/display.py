@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from records.hardware import CLASSES, CPU_CLASS, hardware_class_of
 from records.schema import (
     CaseResult,
     EnvironmentSpec,
@@ -25,7 +26,6 @@ from records.schema import (
     WorkloadSpec,
 )
 from records.sources import default_revision, display_external_id
-from records.sources.hardware import CLASSES, CPU_CLASS, hardware_class_of
 from runs.models import STATUS_LABELS, Run
 
 # What a comparator checks, for protocols that name one but publish no policy text.

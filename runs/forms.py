@@ -5,9 +5,9 @@ from typing import Any
 from django import forms
 from django.core.validators import RegexValidator
 
+from records.hardware import CLASSES, UnknownHardwareClassError, hardware_class_named
 from records.identity import RUN_ID_LENGTH, RUN_ID_PATTERN
 from records.sources import SOURCES
-from records.sources.hardware import CLASSES, UnknownHardwareClassError, hardware_class_named
 from runs.display import hardware_class_label, hardware_label
 from runs.models import ComparisonGroup, Run, RunQuerySet
 
@@ -86,7 +86,7 @@ class CompareForm(forms.Form):
 
 
 def hardware_class_choices() -> list[tuple[str, str]]:
-    """Every registered hardware class (records.sources.hardware), after the empty choice: the run's own."""
+    """Every registered hardware class (records.hardware), after the empty choice: the run's own."""
     return [("", "the run's own class"), *((name, hardware_class_label(name)) for name in CLASSES)]
 
 

@@ -21,9 +21,9 @@ from django.urls import reverse
 from records import schema
 from records.attestation import AttestationError, Attested, verified_statement
 from records.canonical import DIGEST_LENGTH, parse_json
+from records.hardware import queue_of
 from records.schema import RANKABLE_STATUSES
 from records.sources import display_external_id, source_title
-from records.sources.hardware import queue_of
 
 logger = logging.getLogger(__name__)
 

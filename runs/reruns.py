@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from records.attestation import AttestationError, Attested
 from records.canonical import digest
+from records.hardware import UnknownHardwareClassError, hardware_class_named
 from records.rerun import (
     INCONCLUSIVE,
     RerunOf,
@@ -44,7 +45,6 @@ from records.rerun import (
     verdict,
 )
 from records.sources import rerun_protocol_of
-from records.sources.hardware import UnknownHardwareClassError, hardware_class_named
 from records.worker_protocol import JOB_TASK, RerunJob, rerun_harness_options, sign_job
 from runs.figures import RUN_COUNTERS, refresh_group_figures, refresh_run_counters
 from runs.ingest import import_manifest

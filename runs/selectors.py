@@ -17,11 +17,11 @@ from django.http import Http404
 from django.utils import timezone
 
 from records.canonical import is_digest, parse_json
+from records.hardware import hardware_class, hardware_class_of
 from records.manifest import manifest_text
 from records.rerun import may_be_rerun_result
 from records.schema import REFERENCE_FIELDS, ROLES
 from records.sources import SOURCES, SourceInfo
-from records.sources.hardware import hardware_class, hardware_class_of
 from runs.keyset import KeysetPage, Part, decode, read_page
 from runs.models import (
     BOARD_DEMOTED,

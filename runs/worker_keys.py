@@ -32,7 +32,7 @@ from records.attestation import (
     public_key_text,
     read_key_file,
 )
-from records.sources.hardware import UnknownHardwareClassError, hardware_class_named
+from records.hardware import UnknownHardwareClassError, hardware_class_named
 from runs.models import WorkerKey
 
 LOCAL_KEY_FILE = "worker-local.key"

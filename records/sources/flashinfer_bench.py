@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from records.errors import RecordError
+from records.hardware import hardware_spec
 from records.identity import definition_title
 from records.manifest import RunItem, Sealed, assemble
 from records.schema import NonNegative, make_document, slugify_name
@@ -32,7 +33,6 @@ from records.sources.base import (
     utc_timestamp,
     validate_record,
 )
-from records.sources.hardware import hardware_spec
 
 SOURCE = "flashinfer-bench"
 # Worst first: a run takes the status of its worst case.

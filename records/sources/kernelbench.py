@@ -17,6 +17,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from records.errors import RecordError
+from records.hardware import hardware_spec
 from records.identity import definition_title
 from records.manifest import Sealed, assemble
 from records.schema import NonNegative, make_document, slugify_name
@@ -31,7 +32,6 @@ from records.sources.base import (
     seal_or_fail,
     validate_record,
 )
-from records.sources.hardware import hardware_spec
 
 SOURCE = "kernelbench"
 LEVEL_KEY = re.compile(r"^level\d+$")

@@ -21,6 +21,7 @@ from pydantic import Field
 
 from records.errors import RecordError
 from records.formats import check_cases, check_definition
+from records.hardware import hardware_spec, product_name
 from records.identity import definition_title
 from records.manifest import Sealed, assemble
 from records.schema import NonNegative, make_document, slugify_name
@@ -43,7 +44,6 @@ from records.sources.base import (
     utc_timestamp,
     validate_record,
 )
-from records.sources.hardware import hardware_spec, product_name
 from records.sources.runnable import read_reference, runnable_workload
 
 SOURCE = "sol-execbench"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from records.sources.hardware import (
+from records.hardware import (
     CLASSES,
     HARDWARE_CLASSES,
     UnknownHardwareClassError,

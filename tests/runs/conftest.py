@@ -23,8 +23,8 @@ from django.db import connection
 
 from records import broker
 from records.canonical import digest
+from records.hardware import HARDWARE_CLASSES
 from records.schema import REFERENCE_FIELDS, make_document
-from records.sources.hardware import HARDWARE_CLASSES
 from records.sources.runnable import read_definition_folder, read_solution
 from records.worker_protocol import RESULTS_QUEUE
 from runs.models import RerunRequest, Run

@@ -14,8 +14,8 @@ import pytest
 from django.test import Client
 
 from records.canonical import canonical_text
+from records.hardware import hardware_class
 from records.manifest import manifest_item
-from records.sources.hardware import hardware_class
 from records.sources.runnable import read_definition_folder, read_solution
 from runs.models import Definition, Document, Run
 from tests.conftest import ImportRuns

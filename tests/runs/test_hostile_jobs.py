@@ -17,7 +17,7 @@ import redis
 from django.contrib.auth.models import User
 
 from records.canonical import canonical_bytes
-from records.sources.hardware import queue_of
+from records.hardware import queue_of
 from runs.models import RerunRequest, Run
 from runs.reruns import request_rerun
 from tests.runs.conftest import RedisServer, Worker, wait_for

@@ -13,7 +13,7 @@ from django.db import connections
 
 from harness.environment import detect_hardware_class
 from harness.worker import HARNESS_ENVIRONMENT
-from records.sources.hardware import hardware_class_named
+from records.hardware import hardware_class_named
 from runs.worker_keys import local_worker_key
 
 
