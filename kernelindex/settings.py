@@ -253,7 +253,7 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not 
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 if not SECURE_HSTS_PRELOAD:
     # Preloading is a promise about the whole domain made to browser vendors, not a server setting;
-    # `check --deploy` reminds of it on every run, so the reminder lives here and in the README.
+    # `check --deploy` reminds of it on every run, so the reminder lives here and in docs/configuration.md.
     SILENCED_SYSTEM_CHECKS = ["security.W021"]
 # A load balancer checks health over plain HTTP (SECURE_REDIRECT_EXEMPT matches the path without its "/").
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]

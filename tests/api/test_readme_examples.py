@@ -1,7 +1,7 @@
-"""The README's API examples work as they are written there: read from README.md, run against a live server.
+"""The API page's examples work as they are written there: read from docs/api.md, run against a live server.
 
-Only the address changes (the README's http://127.0.0.1:8000 is the test server's); the commands run from the
-checkout, as the README says, with KERNELINDEX_TOKEN in their environment.
+Only the address changes (the page's http://127.0.0.1:8000 is the test server's); the commands run from the
+checkout, as the page says, with KERNELINDEX_TOKEN in their environment.
 """
 
 from __future__ import annotations
@@ -21,22 +21,22 @@ from api.models import issue_token
 from runs.models import Run
 from tests.api.conftest import ROOT, demo_lines
 
-README = ROOT / "README.md"
-README_ADDRESS = "http://127.0.0.1:8000"
+API_PAGE = ROOT / "docs" / "api.md"
+EXAMPLE_ADDRESS = "http://127.0.0.1:8000"
 CURL = shutil.which("curl")
 
 
 def api_section_blocks(language: str) -> list[str]:
-    """The fenced code blocks of the README's API section in this language, in order."""
-    text = README.read_text()
-    section = text[text.index("\n## API\n") : text.index("\n## ", text.index("\n## API\n") + 1)]
-    return re.findall(rf"^```{language}\n(.*?)^```$", section, flags=re.DOTALL | re.MULTILINE)
+    """The fenced code blocks of the API page in this language, in order."""
+    page = API_PAGE.read_text()
+    assert page.startswith("# API\n")
+    return re.findall(rf"^```{language}\n(.*?)^```$", page, flags=re.DOTALL | re.MULTILINE)
 
 
 def example(language: str, containing: str, live_server: Any) -> str:
     [block] = [block for block in api_section_blocks(language) if containing in block]
-    assert README_ADDRESS in block
-    return block.replace(README_ADDRESS, live_server.url)
+    assert EXAMPLE_ADDRESS in block
+    return block.replace(EXAMPLE_ADDRESS, live_server.url)
 
 
 def run_example(command: list[str], secret: str) -> str:

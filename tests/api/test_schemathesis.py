@@ -4,8 +4,8 @@ Its command line runs against a live server on the sample data, as anyone would 
 phase (examples, coverage, fuzzing, and stateful sequences that follow the document's links), with a native
 token and a rate limit that lets submissions reach the importer. Once with a fixed seed, so that a failure
 can be reproduced, and once with a fresh one, so that each run tries new cases; each run prints its seed.
-The runs here are short (SCHEMATHESIS_SECONDS, default 50 for each of three groups of phases); the README's
-API section gives the longer run by hand.
+The runs here are short (SCHEMATHESIS_SECONDS, default 50 for each of three groups of phases); the API
+page (docs/api.md) gives the longer run by hand.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ PHASE_RUNS = (("examples", "coverage"), ("fuzzing",), ("stateful",))
 def schemathesis(
     url: str, secret: str, seed: int, folder: Path, phases: tuple[str, ...]
 ) -> subprocess.CompletedProcess[str]:
-    """`schemathesis run` as the README gives it, with this checkout's schemathesis.toml."""
+    """`schemathesis run` as docs/api.md gives it, with this checkout's schemathesis.toml."""
     command = [
         *(sys.executable, "-m", "schemathesis.cli", "--config-file", str(ROOT / "schemathesis.toml"), "--no-color"),
         *("run", f"{url}/api/v1/openapi.json", "--checks", "all", "--phases", ",".join(phases)),

@@ -1,7 +1,7 @@
 """Who the admin's log names for a rerun: the moderator for what they did, the system account for the outcomes.
 
 A rerun's result, failure, retry and re-evaluation are the worker's acts (or the
-sweep's, or a command's), not the requester's: the README names the inactive
+sweep's, or a command's), not the requester's: docs/reruns.md names the inactive
 account `kernelindex` for them, and a moderator's history lists only what they did.
 """
 

@@ -65,7 +65,7 @@ def seed_page_lines(run: Run) -> tuple[list[str], list[str]]:
     text = SEED_PAGE.read_text()
     declared = SEED["run"]["spec"]
     for original, ours in [
-        # The permalink id: KernelIndex's is the first 12 hex digits of sha256(source, external id) (README).
+        # The permalink id: KernelIndex's is the first 12 hex digits of sha256(source, external id) (docs/records.md).
         ("01a0352b", run.run_id),
         # The comparison key and the run's digest, which the page shows cut short: KernelIndex's digests.
         ("sha256:9c30d4100296278b…", short_digest(run.group.key) + "…"),

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """manage.py in a process of its own, with the README's production settings plus `env`."""
+    """manage.py in a process of its own, with docs/configuration.md's production settings plus `env`."""
     production = {
         "DEBUG": "false",
         "SECRET_KEY": secrets.token_urlsafe(50),
