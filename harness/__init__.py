@@ -22,20 +22,31 @@ if TYPE_CHECKING:
     from harness.sandbox import SandboxUnavailableError
 
 
-# The records modules the harness runs: the public formats' model decides what it accepts.
-RECORDS_MODULES = ("records/__init__.py", "records/axes.py", "records/errors.py", "records/formats.py")
+# The records modules the harness's processes load: `python -m harness run` loads these (the public formats'
+# model decides what it accepts, the hardware registry names the host's class); the judge and the kernel's side
+# load none. tests/harness/test_digest.py fails when a process loads one that is not here, or one here is unused.
+RECORDS_MODULES = (
+    "records/__init__.py",
+    "records/axes.py",
+    "records/errors.py",
+    "records/formats.py",
+    "records/hardware.py",
+)
+
+
+def digested_files() -> list[Path]:
+    """The files harness_digest covers, in the order it reads them: the harness's sources, then RECORDS_MODULES."""
+    package = Path(__file__).resolve().parent
+    return [*sorted(package.rglob("*.py")), *(package.parent / name for name in RECORDS_MODULES)]
 
 
 def harness_digest() -> str:
     """sha256 over the harness's source files and the records modules it runs (path and content): 'sha256:<hex>'."""
-    package = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+    for path in digested_files():
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
-    for name in RECORDS_MODULES:
-        digest.update(name.encode() + b"\0")
-        digest.update((package.parent / name).read_bytes() + b"\0")
     return "sha256:" + digest.hexdigest()
 
 
