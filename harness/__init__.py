@@ -73,6 +73,7 @@ __all__ = [
     "EvaluationResult",
     "HarnessInputError",
     "SandboxUnavailableError",
+    "digested_files",
     "evaluate",
     "harness_digest",
 ]
