@@ -16,6 +16,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import models_json_schema
 
 from records.canonical import DIGEST_PATTERN
+from records.definition import DefinitionFields
 from records.hardware import CLASSES
 from records.manifest import INDEX_MEMBERS, MANIFEST_ROLES, REQUIRED_ROLES
 from records.schema import REFERENCE_FIELDS, ROLES, SPEC_MODELS, Closed, Envelope
@@ -264,16 +265,7 @@ class DefinitionGroup(Out):
     best_latency_ns: float | None
 
 
-class Definition(Out):
-    source: str
-    name: str
-    external_id: str
-    title: str
-    description: str
-    subset: str
-    axes: dict[str, Any]
-    inputs: dict[str, Any]
-    outputs: dict[str, Any]
+class Definition(Out, DefinitionFields):
     cases: list[DefinitionCase]
     groups: list[DefinitionGroup]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Full, Queue
 from typing import Any
@@ -528,7 +528,7 @@ class UnitImporter:
     # -- definitions and boards ------------------------------------------------
 
     def write_definition(self, item: DefinitionItem) -> None:
-        content_digest = digest(asdict(item))
+        content_digest = digest(item.model_dump())
         definition, _ = Definition.objects.get_or_create(
             source=item.source, name=item.name, defaults={"title": item.title[:255]}
         )

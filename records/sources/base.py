@@ -18,6 +18,7 @@ from typing import Annotated, Any, BinaryIO, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from records.attestation import Attested, PublishedKey
+from records.definition import DefinitionFields
 from records.errors import RecordError
 from records.formats import validated
 from records.limits import MAX_DOCUMENT_BYTES, MAX_LINE_BYTES, LimitError, parse_limited
@@ -58,18 +59,13 @@ class ReferenceItem:
     per_case_ns: list[float]
 
 
-@dataclass(frozen=True)
-class DefinitionItem:
-    source: str
-    name: str
-    external_id: str
-    title: str
-    description: str
-    subset: str
+class DefinitionItem(DefinitionFields):
+    """A definition as an adapter yields it and runs/ingest.py stores it: its fields and what the index keeps
+    beside them."""
+
+    model_config = ConfigDict(frozen=True)
+
     hf_id: str
-    axes: dict[str, Any]
-    inputs: dict[str, Any]
-    outputs: dict[str, Any]
     cases: list[CaseItem]
     references: list[ReferenceItem]
     # The digest of the definition's runnable Workload document, where the source gives its reference.

@@ -55,14 +55,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from records.attestation import AttestationError, Attested, PublishedKey, moment, verify_with_key_set
+from records.definition import DefinitionFields
 from records.errors import RecordError
 from records.identity import NATIVE_SOURCE, run_id_for
 from records.manifest import manifest_item, seal
 from records.rerun import PASSED, RERUN_EXTERNAL_PREFIX, rerun_result_shape
-from records.schema import DocumentError, parse_timestamp
+from records.schema import DEFINITION_NAME_MAX_LENGTH, SOURCE_MAX_LENGTH, DocumentError, parse_timestamp
 from records.sources.base import (
     BoardItem,
     CaseItem,
@@ -197,18 +199,16 @@ class ReferenceLine(SourceRecord):
     perCaseNs: list[float]
 
 
-class DefinitionLine(SourceRecord):
-    source: str = Field(min_length=1, max_length=32)
-    name: str = Field(min_length=1, max_length=255)
-    externalId: str
-    title: str
-    description: str
-    subset: str
-    hfId: str
-    axes: dict[str, Any]
-    inputs: dict[str, Any]
-    outputs: dict[str, Any]
-    workloadDigest: str
+class DefinitionLine(SourceRecord, DefinitionFields):
+    """A definition's line: its fields, camelCase as the dump spells every field, and what the item adds."""
+
+    model_config = ConfigDict(alias_generator=to_camel)
+
+    # The lengths of the index's own columns, which a definition a dump names is stored in.
+    source: str = Field(min_length=1, max_length=SOURCE_MAX_LENGTH)
+    name: str = Field(min_length=1, max_length=DEFINITION_NAME_MAX_LENGTH)
+    hf_id: str
+    workload_digest: str
     cases: list[CaseLine]
     references: list[ReferenceLine]
 
@@ -388,19 +388,9 @@ def _definitions(path: Path, progress: Progress) -> Iterator[DefinitionItem]:
     for line, value in iter_json_lines(path, progress):
         d = validate_record(DefinitionLine, value, path, line)
         yield DefinitionItem(
-            source=d.source,
-            name=d.name,
-            external_id=d.externalId,
-            title=d.title,
-            description=d.description,
-            subset=d.subset,
-            hf_id=d.hfId,
-            axes=d.axes,
-            inputs=d.inputs,
-            outputs=d.outputs,
+            **d.model_dump(exclude={"cases", "references"}),
             cases=[CaseItem(c.index, c.uuid, c.axes, c.inputs, c.tolerance) for c in d.cases],
             references=[ReferenceItem(r.kind, r.hardware, r.latencyNs, r.perCaseNs) for r in d.references],
-            workload_digest=d.workloadDigest,
         )
 
 
