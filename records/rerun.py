@@ -61,8 +61,12 @@ TAMPERING = "REWARD_HACK"
 # failure counted (a kernel wrong only on the case's own seed was never convicted) and gave up on a reference
 # that drifted between blocks. Version 5 reads a judge that times kernel and reference in interleaved pairs
 # until the speedup's interval is narrow (harness 0.2): drift moves both sides of a pair alike. Version 6 allows
-# the narrower spread between evaluations of a quiet host where the judge measured the host quiet.
-RULE_VERSION = 6
+# the narrower spread between evaluations of a quiet host where the judge measured the host quiet. Version 7
+# convicts on the median too: a kernel that widened its own interval (sleeping between its calls, so that the
+# case's budget ended after a few pairs) kept a claim twice its speedup inconclusive, since only the interval's
+# fast end convicted. The spread between evaluations (RUN_TO_RUN) was measured between evaluations' medians, so a
+# median beyond it is beyond anything an honest kernel's evaluations differ by, however wide the interval.
+RULE_VERSION = 7
 # How much slower than claimed, beyond the tolerance, even the fast end of a rerun's interval must be to call
 # the claim not reproduced: the spread between whole evaluations of one honest kernel, which no single rerun's
 # interval shows (bench/verdicts measures it: the largest ratio between two evaluations of one demo kernel's
@@ -92,7 +96,8 @@ EVIDENCE_RULE = (
     "the speedups are compared, otherwise the latencies. Reproduced when every case passes and the kernel is at "
     "least as fast as claimed within the tolerance. Not reproduced when its outputs were wrong on any round (the "
     "case's own inputs or fresh ones, which it cannot tell apart), when it tampered with its evaluation or failed "
-    "in it, or when even the fast end of the rerun's 95 % interval is slower than claimed beyond the tolerance "
+    "in it, or when the rerun's median (however wide its interval: a kernel that makes its own measurement noisy "
+    "is judged on its median) or even the fast end of its 95 % interval is slower than claimed beyond the tolerance "
     "and beyond the spread between whole evaluations of one kernel ({run_to_run_quiet} where the judge measured "
     "the host quiet while it timed the CPU time of each request, other work using at most {quiet} of its CPU time; "
     "{run_to_run} otherwise). "
@@ -344,6 +349,13 @@ def _timing_verdict(compared: _Compared, tolerance: float, measured: Measured) -
             f"every case passed, but {compared.describe} is {compared.ratio_text}: slower than claimed beyond "
             f"±{tolerance:.0%} and the {run_to_run:g}× spread between evaluations on {measured.host_said}, even "
             "at the fast end of its 95 % interval"
+        )
+        return Verdict(NOT_REPRODUCED, said, tolerance)
+    if slowdown.median > meets * run_to_run:
+        said = (
+            f"every case passed, but {compared.describe} is {compared.ratio_text}: its median is slower than claimed "
+            f"beyond ±{tolerance:.0%} and the {run_to_run:g}× spread between evaluations on {measured.host_said}; "
+            f"its 95 % interval (±{compared.measured.spread:.0%}) is no excuse: the kernel's own noise is its own"
         )
         return Verdict(NOT_REPRODUCED, said, tolerance)
     if slowdown.high <= meets:

@@ -298,3 +298,18 @@ def test_a_pass_whose_clock_the_harness_could_not_check_decides_nothing() -> Non
     assert decided.level == INCONCLUSIVE
     assert "could not measure the kernel apart from the reference" in decided.reason
     assert decide(Claim(1000.0), checked).level == REPRODUCED
+
+
+def test_a_median_beyond_the_spread_convicts_however_wide_the_interval_the_kernel_made() -> None:
+    # A kernel that sleeps between its calls ends each case's budget after a few pairs: its interval about
+    # ±40 %, so its fast end stays within the spread of a claim twice its speedup. Its median does not.
+    noisy = speedup_result([(0.8, 0.5, 1.12)] * 3)
+    decided = decide(Claim(None, 2 * 0.8, "geomean"), noisy)
+    assert decided.level == NOT_REPRODUCED and decided.rule_version == 7
+    assert "the kernel's own noise is its own" in decided.reason
+    # On a quiet host, half again is beyond the quiet spread; beside other work it stays undecided, as narrow.
+    quiet = speedup_result([(0.8, 0.5, 1.12)] * 3, host_busy=0.02)
+    assert decide(Claim(None, 1.5 * 0.8, "geomean"), quiet).level == NOT_REPRODUCED
+    assert decide(Claim(None, 1.5 * 0.8, "geomean"), noisy).level == INCONCLUSIVE
+    # An honest claim with the same wide interval is never convicted.
+    assert decide(Claim(None, 0.8, "geomean"), noisy).level != NOT_REPRODUCED
