@@ -15,7 +15,9 @@ looks the same from the served side.
   and draws the next round's inputs while the kernel's process computes.
 - Timing: pairs of requests, one to each side on the same fresh inputs, in an
   order drawn per pair, until the speedup's 95 % interval is within the
-  precision asked for or the case's time budget ends (`_timed`). The figure of
+  precision asked for or the case's budget ends (`_timed`): seconds of the
+  judge's own measure of both sides, not of wall time, which a kernel could
+  spend idle to end its case early. The figure of
   a request is the judge's own measure (`_net`): on the CPU, the CPU time of
   the served process's cgroup over the request, read while the group is
   frozen; on CUDA or without a cgroup, the judge's wall clock around it;
@@ -280,15 +282,21 @@ class CaseJudge:
             size = max(min(-(-REQUEST_TARGET_NS // int(slower)), size), 1)
         minimum = max(-(-iterations // size), MIN_PAIRS)
         precision = self.job.get("precision")
-        budget = float(self.job.get("case_budget") or 0)
-        started = time.monotonic()
+        budget_ns = float(self.job.get("case_budget") or 0) * 1e9
+        # The budget is spent in the judge's own measure of both sides, never in wall time: a kernel that sleeps,
+        # blocks or waits on a helper between its calls costs its case no pairs, and so cannot end it after a few
+        # pairs with an interval as wide as it likes. A kernel whose waiting never ends meets the evaluation's
+        # time limit instead, which fails it.
+        spent_ns = 0.0
         host_at_start = mark(self._served_cpu_ns())
         pairs: list[Pair] = []
         while True:
-            pairs.append(self._pair(size, "timed call", check_share=CHECKED_SHARE, first=len(pairs) * size))
+            pair = self._pair(size, "timed call", check_share=CHECKED_SHARE, first=len(pairs) * size)
+            pairs.append(pair)
+            spent_ns += (max(pair.kernel_ns, 0.0) + max(pair.reference_ns, 0.0)) * size
             if len(pairs) < minimum:
                 continue
-            if len(pairs) >= MAX_PAIRS or time.monotonic() - started > budget:
+            if len(pairs) >= MAX_PAIRS or spent_ns > budget_ns:
                 break
             if settled([pair.ratio for pair in pairs], precision):
                 break

@@ -89,6 +89,26 @@ def test_with_a_precision_pairs_are_added_until_the_interval_is_that_narrow(tmp_
         assert high - case.speedup.median <= 0.25 * case.speedup.median
 
 
+def test_a_kernel_that_waits_between_its_calls_gets_as_many_pairs_as_one_that_does_not(
+    add_problem: Problem, tmp_path: Path
+) -> None:
+    """The case's budget is spent in the judge's measure, not in wall time: a kernel that sleeps 5 ms beside each
+    millisecond of work would otherwise end its case after a sixth of the pairs, with an interval as wide as it
+    likes (issue: a kernel cannot buy itself a wider interval)."""
+    works = SPINS.format(ns=MS)
+    waits = works.replace("    torch.add(x, y, out=out)", "    time.sleep(0.005)\n    torch.add(x, y, out=out)")
+    # A precision no interval reaches: each case takes pairs until its budget is spent.
+    options = {"iterations": 6, "precision": 1e-6, "case_budget": 0.5}
+    honest = run_harness(add_problem, write_solution(tmp_path / "works", works), **options)
+    waiting = run_harness(add_problem, write_solution(tmp_path / "waits", waits), **options)
+
+    assert honest.status == waiting.status == "PASSED", (honest.reason, waiting.reason)
+    for working, idle in zip(honest.cases, waiting.cases, strict=True):
+        assert working.pairs is not None and idle.pairs is not None
+        # Budgeted by the wall clock, the waiting kernel's case ended after a sixth as many pairs.
+        assert idle.pairs >= 0.6 * working.pairs, (idle.pairs, working.pairs)
+
+
 def test_the_judge_measures_how_much_of_the_host_other_work_used(add_problem: Problem, tmp_path: Path) -> None:
     # The evidence rule allows a narrower spread between evaluations on a quiet host (records.rerun), so the
     # judge says how quiet it was. The kernel's own work is not other work: a kernel spinning 10 ms a call
