@@ -96,6 +96,14 @@ def worker_app(redis_server: RedisServer) -> Iterator[Celery]:
     site_app.set_current()  # make_app made the worker's app the current one, as a worker process wants
 
 
+def app_on(url: str, name: str) -> Celery:
+    """A Celery app on this URL alone: Celery prefers a CELERY_BROKER_URL in the environment (as CI sets) to the
+    `broker` it is given, but not to these."""
+    app = Celery(name, set_as_current=False)
+    app.conf.update(broker_url=url, broker_read_url=url, broker_write_url=url)
+    return app
+
+
 def refused(call: Callable[[], Any]) -> bool:
     try:
         call()
@@ -184,7 +192,7 @@ def test_a_worker_credential_cannot_administer_script_or_subscribe(
 def test_a_worker_takes_its_class_jobs_and_sends_to_the_results_queue_with_its_own_app(
     redis_server: RedisServer, worker_app: Celery, web: redis.Redis
 ) -> None:
-    site = Celery("site", set_as_current=False, broker=redis_server.url(BROKER_DB))
+    site = app_on(redis_server.url(BROKER_DB), "site")
     site.conf.broker_transport_options = broker.SHARED_TRANSPORT_OPTIONS  # as the site's settings route
     site.send_task(JOB_TASK, args=({"job": "signed by the site"},), queue=queue_of(CLASS))
     site.close()
@@ -248,7 +256,7 @@ def test_the_web_tiers_worker_refuses_a_pickled_message_on_its_queues(
     marker = tmp_path / "unpickled"
     # Sent on the results queue with a worker's credential, and on the default queue with the web tier's.
     for url, queue in ((redis_server.worker_url(CLASS, 0), RESULTS_QUEUE), (redis_server.url(0), "celery")):
-        attacker = Celery("attacker", set_as_current=False, broker=url)
+        attacker = app_on(url, "attacker")
         attacker.conf.broker_transport_options = broker.WORKER_TRANSPORT_OPTIONS
         attacker.send_task(MESSAGE_TASK, args=(Planted(marker),), queue=queue, serializer="pickle", declare=[])
         attacker.close()
