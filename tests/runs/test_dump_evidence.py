@@ -290,6 +290,8 @@ def levels() -> dict[str, str]:
     return dict(Run.objects.exclude(external_id__startswith="rerun/").values_list("run_id", "evidence"))
 
 
+# Reruns numbered from 1, as the assertions name them (PostgreSQL's sequences outlive a rolled-back test).
+@pytest.mark.django_db(transaction=True, reset_sequences=True)
 def test_a_rerun_whose_attestation_does_not_verify_is_left_out_with_its_result_and_evidence(
     decided: dict[str, Any], import_runs: ImportRuns, tmp_path: Path
 ) -> None:

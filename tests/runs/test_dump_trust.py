@@ -36,7 +36,9 @@ from tests.runs.test_dump_evidence import (
     rewrite_reruns,
 )
 
-pytestmark = pytest.mark.usefixtures("memory_broker")
+# Reruns numbered from 1 in every test, as the lines below name them (PostgreSQL's sequences outlive a test's
+# rolled-back transaction).
+pytestmark = [pytest.mark.usefixtures("memory_broker"), pytest.mark.django_db(transaction=True, reset_sequences=True)]
 # The dump tests' runs: one reproduced, one not reproduced, a rerun cancelled.
 decided = test_dump_evidence.decided
 
