@@ -6,6 +6,7 @@ run's JSON twin."""
 from __future__ import annotations
 
 import base64
+import gzip
 import io
 import json
 import os
@@ -149,3 +150,23 @@ def test_a_real_reruns_attestation_verifies_offline_against_its_result_runs_twin
     later = verify(tmp_path, "--recorded-at", recorded_at, "--run", "twin.json")
     assert later.returncode == 0, later.stderr
     assert "revoked at" in later.stdout and "after the site recorded this attestation" in later.stdout
+
+
+def test_the_sites_dump_carries_no_attestation_that_no_longer_verifies(
+    demo: Callable[[str], Run], tmp_path: Path
+) -> None:
+    request = decided(demo, times=20)
+    assert request.attestation is not None
+
+    def dumped_line() -> dict[str, Any]:
+        folder = tmp_path / f"dump-{len(list(tmp_path.iterdir()))}"
+        call_command("dump", out=folder, stdout=io.StringIO())
+        lines = gzip.decompress((folder / "reruns.jsonl.gz").read_bytes()).splitlines()
+        (line,) = [json.loads(line) for line in lines if json.loads(line)["number"] == request.pk]
+        return line
+
+    assert dumped_line()["attestation"] == request.attestation.envelope
+    edit_payload(request.attestation, lambda statement: statement["predicate"].update(harnessSeconds=0.01))
+    # Dumped without it: a mirror leaves an unattested rerun out, as this site's own pages no longer count it.
+    line = dumped_line()
+    assert (line["attestation"], line["attestationRecordedAt"]) == (None, None)
