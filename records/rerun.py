@@ -66,7 +66,11 @@ TAMPERING = "REWARD_HACK"
 # case's budget ended after a few pairs) kept a claim twice its speedup inconclusive, since only the interval's
 # fast end convicted. The spread between evaluations (RUN_TO_RUN) was measured between evaluations' medians, so a
 # median beyond it is beyond anything an honest kernel's evaluations differ by, however wide the interval.
-RULE_VERSION = 7
+# Version 8 checks every figure the run reports that the rerun measured: where a run reported a speedup, version 7
+# checked that alone, so a run reporting its honest speedup beside latencies divided by 10 was reproduced and
+# ranked #1 by the latency nothing checked. Now on the run's own hardware class its latency (the figure it is
+# ranked by) and each case's latency and speedup are checked too, each against the same tolerance and spread.
+RULE_VERSION = 8
 # How much slower than claimed, beyond the tolerance, even the fast end of a rerun's interval must be to call
 # the claim not reproduced: the spread between whole evaluations of one honest kernel, which no single rerun's
 # interval shows (bench/verdicts measures it: the largest ratio between two evaluations of one demo kernel's
@@ -92,19 +96,19 @@ EVIDENCE_RULE = (
     "The latest conclusive KernelIndex rerun on the run's own hardware class decides its evidence level "
     "(rule version {version}, tolerance {tolerance}). The rerun times the kernel and the definition's reference "
     "in interleaved pairs on the same inputs, measured by the judge, never by the kernel, until the speedup's "
-    "95 % interval is narrow or the time budget ends; where the source reported a speedup against the reference, "
-    "the speedups are compared, otherwise the latencies. Reproduced when every case passes and the kernel is at "
-    "least as fast as claimed within the tolerance. Not reproduced when its outputs were wrong on any round (the "
-    "case's own inputs or fresh ones, which it cannot tell apart), when it tampered with its evaluation or failed "
-    "in it, or when the rerun's median (however wide its interval: a kernel that makes its own measurement noisy "
-    "is judged on its median) or even the fast end of its 95 % interval is slower than claimed beyond the tolerance "
-    "and beyond the spread between whole evaluations of one kernel ({run_to_run_quiet} where the judge measured "
-    "the host quiet while it timed the CPU time of each request, other work using at most {quiet} of its CPU time; "
-    "{run_to_run} otherwise). "
-    "Inconclusive when the time "
-    "budget ran out before the interval decided, or when the evaluation itself failed with the reference as the "
-    "solution too: that moves nothing and is retried. Reruns on other hardware are shown and move nothing; "
-    "community notes never do."
+    "95 % interval is narrow or the time budget ends. Every figure the run reports that the rerun measured is "
+    "compared: its speedup over the reference, and on the run's own hardware class also its latency (the figure "
+    "it is ranked by) and each case's latency and speedup. Reproduced when every case passes and the kernel is at "
+    "least as fast as claimed, within the tolerance, on every one of those figures. Not reproduced when its "
+    "outputs were wrong on any round (the case's own inputs or fresh ones, which it cannot tell apart), when it "
+    "tampered with its evaluation or failed in it, or when on any of those figures the rerun's median (however "
+    "wide its interval: a kernel that makes its own measurement noisy is judged on its median) or even the fast "
+    "end of its 95 % interval is slower than claimed beyond the tolerance and beyond the spread between whole "
+    "evaluations of one kernel ({run_to_run_quiet} where the judge measured the host quiet while it timed the CPU "
+    "time of each request, other work using at most {quiet} of its CPU time; {run_to_run} otherwise). "
+    "Inconclusive when the time budget ran out before the interval decided, or when the evaluation itself failed "
+    "with the reference as the solution too: that moves nothing and is retried. Reruns on other hardware are "
+    "shown and move nothing; community notes never do."
 )
 
 
@@ -161,13 +165,26 @@ class Estimate:
 
 
 @dataclass(frozen=True)
+class CaseFigures:
+    """One case's figures, claimed (plain numbers as intervals of none) or measured (with their 95 % intervals).
+
+    `workload` is the case's uuid in the workload both the run and its rerun read; "" where the run named none."""
+
+    workload: str
+    latency_ns: Estimate | None = None
+    speedup: Estimate | None = None
+
+
+@dataclass(frozen=True)
 class Claim:
-    """What a run reported that a rerun can check: its latency, and its speedup over the reference if reported."""
+    """What a run reported that a rerun can check: its latency (the figure it is ranked by), its speedup over
+    the reference if reported, and each case's latency and speedup where it reports them."""
 
     latency_ns: float | None
     speedup: float | None = None
     # How the speedup aggregates the cases: "mean" (SOL-ExecBench's avg_speedup) or "geomean".
     speedup_statistic: str = "geomean"
+    cases: tuple[CaseFigures, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -183,6 +200,8 @@ class Measured:
     # What the judge measured each request by ("none": it had no cgroup, so the kernel could not be frozen
     # while the reference ran); None for results from before the harness said.
     clock_check: str | None = None
+    # Each passed case's latency and speedup, by workload uuid, for the claim's per-case figures.
+    cases: tuple[CaseFigures, ...] = ()
     # The share of the host's CPU time other work used while the pairs ran (the busiest case's); None where
     # the judge could not tell, or for results from before it said.
     host_busy: float | None = None
@@ -224,14 +243,31 @@ def reported_claim(run_spec: Mapping[str, Any], latency_ns: float | None) -> Cla
     cent on one evaluation, and a rerun measures the second. Where a run reports both, the claim is the larger,
     so that latencies faster than the paired speedup cannot rank a run the rerun never checked."""
     native = run_spec.get("sourceNative") or {}
+    cases = [case for case in run_spec.get("cases") or [] if isinstance(case, Mapping)]
+    figures = tuple(_claimed_case(case) for case in cases if case.get("status", "passed") == "passed")
     average = _positive((native.get("metrics") or {}).get("avg_speedup"))
     if average is not None:
-        return Claim(latency_ns, average, "mean")
-    cases = run_spec.get("cases") or []
+        return Claim(latency_ns, average, "mean", figures)
     claimed = [speedup for speedup in (_latency_ratio(cases), _paired_speedup(cases)) if speedup is not None]
     if claimed:
-        return Claim(latency_ns, max(claimed), "geomean")
-    return Claim(latency_ns)
+        return Claim(latency_ns, max(claimed), "geomean", figures)
+    return Claim(latency_ns, cases=figures)
+
+
+def _claimed_case(case: Mapping[str, Any]) -> CaseFigures:
+    """A case's claimed latency, and its speedup: the larger of its paired speedup and its latency ratio, as for
+    the suite, so that whichever the page shows is the one checked."""
+    latency = _positive(case.get("latencyNs"))
+    reference = _positive(case.get("referenceLatencyNs"))
+    speedups = [
+        s for s in (_positive(case.get("speedup")), reference / latency if reference and latency else None) if s
+    ]
+    workload = case.get("workload")
+    return CaseFigures(
+        workload if isinstance(workload, str) else "",
+        Estimate.of(latency) if latency else None,
+        Estimate.of(max(speedups)) if speedups else None,
+    )
 
 
 def _latency_ratio(cases: list[Mapping[str, Any]]) -> float | None:
@@ -260,6 +296,10 @@ def measured_from_result(result: Mapping[str, Any]) -> Measured:
         case_speedups=tuple(s for s in speedups if s) if speedups and all(speedups) else (),
         clock_check=(result.get("limits") or {}).get("clock_check"),
         host_busy=_share(result.get("host_busy")),
+        cases=tuple(
+            CaseFigures(str(case.get("uuid") or ""), _estimate(case.get("latency"), "median_ns", "ci95_ns"), speedup)
+            for case, speedup in zip(cases, speedups, strict=True)
+        ),
     )
 
 
@@ -273,10 +313,20 @@ def measured_from_run(run_spec: Mapping[str, Any]) -> Measured:
         Estimate.of(float(case["speedup"]), case.get("speedupCi95")) if _number(case.get("speedup")) else None
         for case in cases
     ]
+    case_latencies = [
+        Estimate.of(float(case["latencyNs"]), _interval((case.get("timing") or {}).get("latencyNs")))
+        if _positive(case.get("latencyNs"))
+        else None
+        for case in cases
+    ]
     return Measured(
+        cases=tuple(
+            CaseFigures(str(case.get("workload") or ""), latency, speedup)
+            for case, latency, speedup in zip(cases, case_latencies, speedups, strict=True)
+        ),
         status=str(metrics.get("harnessStatus") or "UNKNOWN"),
         reason=str(run_spec.get("reason") or ""),
-        latency=Estimate.of(median, (latency.get("ci95Low"), latency.get("ci95High"))) if median else None,
+        latency=Estimate.of(median, _interval(latency)) if median else None,
         case_speedups=tuple(s for s in speedups if s) if speedups and all(speedups) else (),
         clock_check=metrics.get("clockCheck"),
         host_busy=_share(metrics.get("hostBusy")),
@@ -306,10 +356,10 @@ def verdict(claim: Claim, measured: Measured, tolerance: float, *, own_hardware:
         # Without a cgroup the kernel could not be frozen while the reference ran, nor measured by its CPU time.
         said = "the rerun's worker could not measure the kernel apart from the reference (no cgroup for the evaluation)"
         return Verdict(INCONCLUSIVE, said, tolerance)
-    compared = _comparison(claim, measured, own_hardware)
+    compared = _comparisons(claim, measured, own_hardware)
     if isinstance(compared, str):
         return Verdict(INCONCLUSIVE, compared, tolerance)
-    return _timing_verdict(compared, tolerance, measured)
+    return _every_figure_verdict(compared, tolerance, measured)
 
 
 @dataclass(frozen=True)
@@ -320,24 +370,89 @@ class _Compared:
     measured: Estimate
     describe: str  # "the speedup over the reference", "the median latency"
     ratio_text: str
+    # Where the figure is a case's, its number among the run's passed cases; None for the suite's.
+    case: int | None = None
 
 
-def _comparison(claim: Claim, measured: Measured, own_hardware: bool) -> _Compared | str:
-    """Speedups where the run reported one and the rerun measured one; else latencies, on the run's own
-    hardware only; else the reason nothing can be compared."""
+def _comparisons(claim: Claim, measured: Measured, own_hardware: bool) -> list[_Compared] | str:
+    """Every figure the run claims that the rerun measured, the suite's first: its speedup over the reference
+    wherever both have one; on the run's own hardware class also the latency it is ranked by, and each case's
+    latency and speedup. Else the reason nothing can be compared."""
+    compared = []
     speedup = measured.speedup(claim.speedup_statistic) if claim.speedup else None
     if claim.speedup and speedup:
-        slowest = claim.speedup / speedup.low if speedup.low > 0 else math.inf
-        slowdown = Estimate(claim.speedup / speedup.median, claim.speedup / speedup.high, slowest)
-        text = f"{speedup.median:.2f}× the reference against {claim.speedup:.2f}× reported"
-        return _Compared(slowdown, speedup, f"the {claim.speedup_statistic} speedup over the reference", text)
+        compared.append(_speedup_compared(claim.speedup, speedup, f"the {claim.speedup_statistic} speedup"))
+    if own_hardware:
+        if claim.latency_ns and measured.latency:
+            compared.append(_latency_compared(claim.latency_ns, measured.latency, "the median latency"))
+        for number, claimed, rerun in _matched_cases(claim.cases, measured.cases):
+            if claimed.latency_ns and rerun.latency_ns:
+                said = f"case {number}'s latency"
+                compared.append(_latency_compared(claimed.latency_ns.median, rerun.latency_ns, said, number))
+            if claimed.speedup and rerun.speedup:
+                said = f"case {number}'s speedup"
+                compared.append(_speedup_compared(claimed.speedup.median, rerun.speedup, said, number))
+    if compared:
+        return compared
     if not own_hardware:
         return "the rerun ran on other hardware than the run's own: its latency does not compare with the reported one"
-    if claim.latency_ns is None or measured.latency is None:
-        return "there is no reported figure the rerun can be compared with"
-    latency, reported = measured.latency, claim.latency_ns
-    slowdown = Estimate(latency.median / reported, latency.low / reported, latency.high / reported)
-    return _Compared(slowdown, latency, "the median latency", f"{slowdown.median:.2f}× the reported figure")
+    return "there is no reported figure the rerun can be compared with"
+
+
+def _speedup_compared(claimed: float, speedup: Estimate, what: str, case: int | None = None) -> _Compared:
+    slowest = claimed / speedup.low if speedup.low > 0 else math.inf
+    slowdown = Estimate(claimed / speedup.median, claimed / speedup.high, slowest)
+    text = f"{speedup.median:.2f}× the reference against {claimed:.2f}× reported"
+    return _Compared(slowdown, speedup, f"{what} over the reference", text, case)
+
+
+def _latency_compared(claimed: float, latency: Estimate, what: str, case: int | None = None) -> _Compared:
+    slowdown = Estimate(latency.median / claimed, latency.low / claimed, latency.high / claimed)
+    return _Compared(slowdown, latency, what, f"{slowdown.median:.2f}× the reported figure", case)
+
+
+def _matched_cases(
+    claimed: tuple[CaseFigures, ...], measured: tuple[CaseFigures, ...]
+) -> list[tuple[int, CaseFigures, CaseFigures]]:
+    """Each claimed case with the rerun's of the same workload (by uuid; by position where the run names no
+    uuids and both have as many cases), numbered as the run lists them."""
+    by_workload = {case.workload: case for case in measured if case.workload}
+    in_order = len(claimed) == len(measured)
+    matched = []
+    for number, case in enumerate(claimed, 1):
+        rerun = by_workload.get(case.workload) if case.workload else measured[number - 1] if in_order else None
+        if rerun is not None:
+            matched.append((number, case, rerun))
+    return matched
+
+
+def _every_figure_verdict(compared: list[_Compared], tolerance: float, measured: Measured) -> Verdict:
+    """Reproduced only where every figure is; not reproduced where any is refuted (the one furthest from its
+    claim is named); else inconclusive. The reason says which figures the verdict covers."""
+    decided = [(figure, _timing_verdict(figure, tolerance, measured)) for figure in compared]
+    covers = f"the verdict covers {_covered_figures(compared)}"
+    refuted = [(figure, said) for figure, said in decided if said.level == NOT_REPRODUCED]
+    if refuted:
+        _, worst = max(refuted, key=lambda pair: pair[0].slowdown.median)
+        of = f"{len(refuted)} of the {len(compared)} figures checked refuted" if len(compared) > 1 else ""
+        return Verdict(NOT_REPRODUCED, "; ".join(filter(None, (worst.reason, of, covers))), tolerance)
+    undecided = [said for _, said in decided if said.level == INCONCLUSIVE]
+    if undecided:
+        retry = any(said.retry for said in undecided)
+        return Verdict(INCONCLUSIVE, f"{undecided[0].reason}; {covers}", tolerance, retry=retry)
+    return Verdict(REPRODUCED, f"{decided[0][1].reason}; {covers}", tolerance)
+
+
+def _covered_figures(compared: list[_Compared]) -> str:
+    """The figures a verdict checked, as the page says them: 'the geomean speedup over the reference, the median
+    latency, and 3 cases' latency and speedup'."""
+    suite = [figure.describe for figure in compared if figure.case is None]
+    cases = {figure.case for figure in compared if figure.case is not None}
+    kinds = sorted({"latency" if "latency" in figure.describe else "speedup" for figure in compared if figure.case})
+    if cases:
+        many = f"{len(cases)} cases'" if len(cases) > 1 else "1 case's"
+        suite.append(f"{many} {' and '.join(kinds)}")
+    return ", ".join(suite[:-1]) + (" and " if len(suite) > 1 else "") + suite[-1]
 
 
 def _timing_verdict(compared: _Compared, tolerance: float, measured: Measured) -> Verdict:
@@ -389,6 +504,11 @@ def _timing_verdict(compared: _Compared, tolerance: float, measured: Measured) -
 def _estimate(value: Any, median_key: str, interval_key: str) -> Estimate | None:
     median = _positive(value.get(median_key)) if isinstance(value, Mapping) else None
     return Estimate.of(median, value.get(interval_key)) if median else None
+
+
+def _interval(latency: Any) -> tuple[Any, Any] | None:
+    """A stored timing's 95 % interval (ci95Low, ci95High), as Estimate.of reads one."""
+    return (latency.get("ci95Low"), latency.get("ci95High")) if isinstance(latency, Mapping) else None
 
 
 def _share(value: Any) -> float | None:

@@ -51,16 +51,61 @@ def test_a_reported_figure_the_rerun_cannot_approach_is_not_reproduced() -> None
     assert "20.00× the reported figure" in decided.reason
 
 
-def test_where_a_speedup_was_reported_the_speedups_are_compared_not_the_latencies() -> None:
+def test_on_other_hardware_the_speedups_are_compared_not_the_latencies() -> None:
     # SOL-ExecBench's avg_speedup, against a rerun on a host three times slower in absolute terms.
     claim = reported_claim({"sourceNative": {"metrics": {"avg_speedup": 1.5}}}, latency_ns=300.0)
     assert claim == Claim(300.0, 1.5, "mean")
-    decided = decide(claim, speedup_result([(1.6, 1.55, 1.65), (1.45, 1.4, 1.5)]), own_hardware=True)
+    decided = decide(claim, speedup_result([(1.6, 1.55, 1.65), (1.45, 1.4, 1.5)]), own_hardware=False)
     assert decided.level == REPRODUCED
-    assert "speedup over the reference" in decided.reason
-    slower = decide(claim, speedup_result([(0.6, 0.58, 0.62), (0.7, 0.68, 0.72)]))
+    assert decided.reason.endswith("the verdict covers the mean speedup over the reference")
+    slower = decide(claim, speedup_result([(0.6, 0.58, 0.62), (0.7, 0.68, 0.72)]), own_hardware=False)
     assert slower.level == NOT_REPRODUCED
     assert "0.65× the reference against 1.50× reported" in slower.reason
+
+
+def test_on_its_own_hardware_a_latency_the_rerun_refutes_convicts_beside_an_honest_speedup() -> None:
+    # The run reports its honest speedup, and every latency (its own, each case's, each case's reference's)
+    # divided by 10: version 7 checked the speedup alone and reproduced it, ranked by the latency.
+    spec = {
+        "cases": [
+            {"workload": "c0", "status": "passed", "latencyNs": 100.0, "referenceLatencyNs": 160.0, "speedup": 1.6},
+            {"workload": "c1", "status": "passed", "latencyNs": 100.0, "referenceLatencyNs": 145.0, "speedup": 1.45},
+        ]
+    }
+    claim = reported_claim(spec, latency_ns=100.0)
+    decided = decide(claim, speedup_result([(1.6, 1.55, 1.65), (1.45, 1.4, 1.5)]))
+    assert decided.level == NOT_REPRODUCED
+    assert "latency is 10.00× the reported figure" in decided.reason
+    assert "3 of the 6 figures checked refuted" in decided.reason
+    # The same figures, honest: every one of them checked and reproduced.
+    honest = decide(reported_claim(spec, latency_ns=1000.0), speedup_result([(1.6, 1.55, 1.65), (1.45, 1.4, 1.5)]))
+    assert honest.level == NOT_REPRODUCED  # the cases' latencies still claim 100 ns
+    cases = [
+        {**case, "latencyNs": 1000.0, "referenceLatencyNs": case["referenceLatencyNs"] * 10} for case in spec["cases"]
+    ]
+    reproduced = decide(reported_claim({"cases": cases}, 1000.0), speedup_result([(1.6, 1.55, 1.65), (1.45, 1.4, 1.5)]))
+    assert reproduced.level == REPRODUCED
+    assert reproduced.reason.endswith(
+        "the verdict covers the geomean speedup over the reference, the median latency and 2 cases' latency and speedup"
+    )
+
+
+def test_one_case_claimed_faster_than_it_runs_convicts_however_the_suite_reads() -> None:
+    cases = [
+        {"workload": "c0", "status": "passed", "latencyNs": 1000.0, "speedup": 1.0},
+        {"workload": "c1", "status": "passed", "latencyNs": 1000.0, "speedup": 3.0},
+        {"workload": "c2", "status": "passed", "latencyNs": 1000.0, "speedup": 1.0},
+    ]
+    measured = speedup_result([(1.0, 0.98, 1.02)] * 3)
+    decided = decide(Claim(1000.0, 1.0, "geomean", reported_claim({"cases": cases}, 1000.0).cases), measured)
+    assert decided.level == NOT_REPRODUCED
+    assert "case 2's speedup over the reference is 1.00× the reference against 3.00× reported" in decided.reason
+    # Matched by workload, not by position: the rerun lists its cases in another order.
+    measured["cases"] = [measured["cases"][2], measured["cases"][0], measured["cases"][1]]
+    measured["cases"][2]["speedup"] = {"median": 3.0, "ci95": [2.9, 3.1]}
+    assert decide(Claim(1000.0, None, "geomean", reported_claim({"cases": cases}, 1000.0).cases), measured).level == (
+        REPRODUCED
+    )
 
 
 def test_slower_than_claimed_within_the_spread_between_evaluations_is_inconclusive() -> None:
@@ -131,7 +176,7 @@ def test_flashinfer_cases_reference_latencies_are_a_claimed_speedup() -> None:
     }
     claim = reported_claim(spec, latency_ns=100.0)
     assert (claim.speedup, claim.speedup_statistic) == (pytest.approx(2.0), "geomean")
-    assert decide(claim, speedup_result([(4.1, 4.0, 4.2), (1.0, 0.98, 1.02)])).level == REPRODUCED
+    assert decide(claim, speedup_result([(4.1, 4.0, 4.2), (1.0, 0.98, 1.02)]), own_hardware=False).level == REPRODUCED
 
 
 def test_cases_timed_in_pairs_claim_the_median_of_their_ratios() -> None:
@@ -305,7 +350,7 @@ def test_a_median_beyond_the_spread_convicts_however_wide_the_interval_the_kerne
     # ±40 %, so its fast end stays within the spread of a claim twice its speedup. Its median does not.
     noisy = speedup_result([(0.8, 0.5, 1.12)] * 3)
     decided = decide(Claim(None, 2 * 0.8, "geomean"), noisy)
-    assert decided.level == NOT_REPRODUCED and decided.rule_version == 7
+    assert decided.level == NOT_REPRODUCED and decided.rule_version == RULE_VERSION
     assert "the kernel's own noise is its own" in decided.reason
     # On a quiet host, half again is beyond the quiet spread; beside other work it stays undecided, as narrow.
     quiet = speedup_result([(0.8, 0.5, 1.12)] * 3, host_busy=0.02)

@@ -43,7 +43,7 @@ def test_a_verdict_stores_its_rule_and_tolerance_and_the_page_shows_them(
     assert (change.evidence, change.rule_version, change.tolerance) == ("reproduced", RULE_VERSION, 0.10)
     page = visible_text(client.get(run.get_absolute_url()).content)
     assert f"(rule {RULE_VERSION}, tolerance ±10%)" in page
-    assert "where the source reported a speedup against the reference, the speedups are compared" in page
+    assert "on the run's own hardware class also its latency (the figure it is ranked by)" in page
     twin = client.get(f"/runs/{run.run_id}.json").json()
     assert (twin["reruns"][0]["ruleVersion"], twin["reruns"][0]["tolerance"]) == (RULE_VERSION, 0.10)
     assert twin["evidence"]["history"][0]["ruleVersion"] == RULE_VERSION
