@@ -129,6 +129,33 @@ def solution_run(import_runs: ImportRuns, tmp_path: Path) -> Callable[..., Run]:
     return make
 
 
+@pytest.fixture
+def restated_demo(import_runs: ImportRuns, tmp_path: Path) -> Callable[[str, float], Run]:
+    """A demo run reported again under an id of its own, with every latency it gives (its own, each case's and
+    each case's reference's) divided by `divisor`: its speedups as honest as the demo's, its latencies not."""
+
+    def make(name: str, divisor: float) -> Run:
+        for line in (DEMO / "runs" / "reported.jsonl").read_text().splitlines():
+            manifest = json.loads(line)
+            spec = manifest["run"]["spec"]
+            if spec["sourceNative"]["externalId"].endswith(f"/{name}"):
+                break
+        else:
+            raise LookupError(f"no demo run of {name}")
+        spec["timing"]["latencyNs"]["median"] /= divisor
+        for case in spec["cases"]:
+            case["latencyNs"] /= divisor
+            case["referenceLatencyNs"] /= divisor
+        spec["sourceNative"]["externalId"] = f"tests/restated/{name}"
+        manifest["run"] = make_document("BenchmarkRun", f"tests-restated-{name}", spec, title=f"{name}, restated")
+        path = tmp_path / f"restated-{name}.json"
+        path.write_text(json.dumps(manifest))
+        import_runs(path)
+        return Run.objects.get(external_id=f"tests/restated/{name}")
+
+    return make
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -33,9 +33,16 @@ def result_runs_of(run: Run) -> list[Run]:
 
 
 def test_reruns_decide_the_evidence_shown_on_the_page_its_twin_and_the_home_filter(
-    client: Client, moderator: User, demo: Callable[[str], Run], worker: Worker
+    client: Client,
+    moderator: User,
+    demo: Callable[[str], Run],
+    restated_demo: Callable[[str, float], Run],
+    worker: Worker,
 ) -> None:
     honest, too_fast = demo("rmsnorm-vectorised"), demo("rmsnorm-row-loop")
+    # The honest kernel's speedups as measured, beside every latency divided by 10: rule 7 checked the speedup
+    # alone and ranked this run #1 of its group by the latency nothing checked.
+    restated = restated_demo("rmsnorm-vectorised", 10)
     client.force_login(moderator)
     anonymous = Client()
     # Cached before the reruns: what follows must retire these pages, and only pages that show a rerun.
@@ -43,15 +50,29 @@ def test_reruns_decide_the_evidence_shown_on_the_page_its_twin_and_the_home_filt
     bystander = demo("gemm-torch-mm").get_absolute_url()
     assert queries_for(anonymous, bystander) > 0
     first, second = queue_from_the_page(client, honest), queue_from_the_page(client, too_fast)
-    wait_for(first)
-    wait_for(second)
+    third = queue_from_the_page(client, restated)
+    for rerun in (first, second, third):
+        wait_for(rerun)
 
     first.refresh_from_db()
     second.refresh_from_db()
     assert (first.state, first.verdict) == ("succeeded", "reproduced"), first.verdict_reason + worker.log()[-2000:]
     assert (second.state, second.verdict) == ("succeeded", "not_reproduced")
-    # The demo reports the reference's latencies beside its own: the speedups are compared.
+    # The demo reports the reference's latencies beside its own: the speedups are compared, and the latencies.
     assert "× reported" in second.verdict_reason and "speedup over the reference" in second.verdict_reason
+    third.refresh_from_db()
+    assert (third.state, third.verdict) == ("succeeded", "not_reproduced"), third.verdict_reason
+    assert "latency is" in third.verdict_reason and "the verdict covers" in third.verdict_reason
+    assert "the verdict covers" in first.verdict_reason
+    # Ranked by reproduced figures: the honest run is #1 of its group; the restated one, not reproduced, comes
+    # after every run no rerun refuted (numbered last, as every run a rerun did not reproduce is).
+    board = anonymous.get(f"{honest.group.get_absolute_url()}.json").json()["runs"]
+    evidence = {row["runId"]: (row["rank"], row["evidence"]) for row in board}
+    assert evidence[honest.run_id] == (1, "reproduced"), board
+    assert evidence[restated.run_id][1] == "not_reproduced"
+    unrefuted = [rank for rank, level in evidence.values() if rank is not None and level != "not_reproduced"]
+    assert evidence[restated.run_id][0] > max(unrefuted)
+    assert "the verdict covers" in visible_text(anonymous.get(honest.get_absolute_url()).content)
     for run, level, label in ((honest, "reproduced", "Reproduced"), (too_fast, "not_reproduced", "Not reproduced")):
         run.refresh_from_db()
         assert run.evidence == level
