@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from typing import Any
 
-from records.hardware import CPU_CLASS, hardware_class_of, hardware_spec
+from records.hardware import cpu_class_of, hardware_class_of, hardware_spec
 
 HARDWARE_CLASS_VARIABLE = "KERNELINDEX_HARDWARE_CLASS"
 _NVIDIA_SMI_TIMEOUT = 10.0
@@ -30,12 +30,13 @@ _POWER_AND_CLOCK_FIELDS = (
 
 
 def detect_hardware_class() -> str:
-    """This host's class ('nvidia-h100', 'cpu'): the override variable, else the first GPU's, else 'cpu'."""
+    """This host's class ('nvidia-h100', 'cpu-amd-epyc-7b13'): the override variable, else the first GPU's,
+    else its CPU model's."""
     override = os.environ.get(HARDWARE_CLASS_VARIABLE, "").strip()
     if override:
         return override
     gpus = nvidia_gpus()
-    return hardware_class_of(gpus[0]["name"]) if gpus else CPU_CLASS
+    return hardware_class_of(gpus[0]["name"]) if gpus else cpu_class_of(cpu_product())
 
 
 def nvidia_gpus() -> list[dict[str, str]]:
@@ -71,8 +72,8 @@ def _query_gpus(fields: tuple[str, ...]) -> list[dict[str, str]]:
     return rows
 
 
-def cpu_model() -> tuple[str, str]:
-    """(vendor, model) of this host's CPU: ('intel', 'Intel(R) Xeon(R) ...'); the vendor is '' when unknown."""
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's fields in /proc/cpuinfo; {} where there is none."""
     fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
@@ -81,6 +82,23 @@ def cpu_model() -> tuple[str, str]:
                 fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
+    return fields
+
+
+def cpu_product() -> str:
+    """This host's CPU model as its class is named from it: the model name, and where that names no model
+    number (a virtual machine's "AMD EPYC", "Intel(R) Xeon(R) Processor"), the family and model numbers
+    /proc/cpuinfo gives beside it, which tell the generations such a name hides apart."""
+    _, model = cpu_model()
+    fields = _cpuinfo()
+    if not any(c.isdigit() for c in cpu_class_of(model)) and fields.get("cpu family") and fields.get("model"):
+        return f"{model} (family {fields['cpu family']}, model {fields['model']})"
+    return model
+
+
+def cpu_model() -> tuple[str, str]:
+    """(vendor, model) of this host's CPU: ('intel', 'Intel(R) Xeon(R) ...'); the vendor is '' when unknown."""
+    fields = _cpuinfo()
     vendor_id = fields.get("vendor_id", "")
     vendor = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(vendor_id, "")
     if not vendor and (fields.get("CPU implementer") or platform.machine() in {"aarch64", "arm64"}):
@@ -109,9 +127,9 @@ def host_environment(device: str) -> dict[str, Any]:
         environment["clocks_locked"] = clocks_locked(gpu)
         hardware = hardware_spec(gpu["name"])
     else:
-        hardware = {"vendor": vendor or "unknown", "product": model}
+        hardware = {"vendor": vendor or "unknown", "product": cpu_product()}
     override = os.environ.get(HARDWARE_CLASS_VARIABLE, "").strip()
-    hardware["class"] = override or hardware_class_of(hardware["product"] if gpus else "cpu")
+    hardware["class"] = override or (hardware_class_of(hardware["product"]) if gpus else cpu_class_of(cpu_product()))
     environment["hardware"] = hardware
     environment["hardware_class"] = hardware["class"]
     return environment

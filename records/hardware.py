@@ -50,10 +50,19 @@ class HardwareClass:
 
 
 QUEUE_PREFIX = "reruns."
+# A processor whose model its run did not name ("CPU"). A CPU's class names its model, as a GPU's names the
+# product: a kernel's speedup over its reference moves between CPU models as it does between GPUs (the demo's
+# claims, measured on an AMD EPYC, ran 1.5 times faster on an Intel Xeon with AVX-512), so a rerun on another
+# model is shown and moves nothing. "cpu" is the class of every run that names no model, and of a worker told so.
 CPU_CLASS = "cpu"
+CPU_CLASS_PREFIX = "cpu-"
 # How processors name themselves (/proc/cpuinfo's model name): a host that reports its processor's model
-# ("AMD EPYC 7B13", "Intel(R) Xeon(R) Processor") is of the CPU class, as one that says only "CPU" is.
+# ("AMD EPYC 7B13", "Intel(R) Xeon(R) Processor") is a CPU, as one that says only "CPU" is.
 CPU_MODEL_FRAGMENTS = ("XEON", "EPYC", "RYZEN", "THREADRIPPER", "CORE(TM)", "PROCESSOR", "NEOVERSE", "APPLE M")
+# What a model name says that is not the model: trademarks, the clock it was sold at, "CPU", "Processor".
+_NOT_THE_MODEL = re.compile(r"\((?:R|TM)\)|@.*$|\b(?:CPU|Processor|\d+-Core)\b", re.IGNORECASE)
+_CPU_CLASS_NAME = re.compile(r"cpu-[a-z0-9]+(?:-[a-z0-9]+)*")
+_CLASS_NAME_LENGTH = 64
 
 
 def _gpu(vendor: str, fragment: str, architecture: str) -> HardwareClass:
@@ -99,11 +108,28 @@ class UnknownHardwareClassError(ValueError):
 
 
 def hardware_class_named(name: str) -> HardwareClass:
-    """The registered class of that name, or UnknownHardwareClassError naming every class."""
-    hardware = CLASSES.get(name.strip().lower())
-    if hardware is None:
-        raise UnknownHardwareClassError(name)
-    return hardware
+    """The registered class of that name, or a CPU model's class ('cpu-amd-epyc-7b13'), or
+    UnknownHardwareClassError naming every class."""
+    named = name.strip().lower()
+    hardware = CLASSES.get(named)
+    if hardware is not None:
+        return hardware
+    if len(named) <= _CLASS_NAME_LENGTH and _CPU_CLASS_NAME.fullmatch(named):
+        return HardwareClass(named, vendor_of(named.replace("-", " ")), "cpu", (named,))
+    raise UnknownHardwareClassError(name)
+
+
+def cpu_class_of(model: str) -> str:
+    """A CPU model's class: 'cpu-amd-epyc-7b13' for 'AMD EPYC 7B13', 'cpu-intel-xeon-platinum-8481c' for
+    'Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz'; 'cpu' where the model names nothing but a CPU."""
+    slug = re.sub(r"[^a-z0-9]+", "-", _NOT_THE_MODEL.sub(" ", model).lower()).strip("-")
+    if not slug:
+        return CPU_CLASS
+    return (CPU_CLASS_PREFIX + slug)[:_CLASS_NAME_LENGTH].rstrip("-")
+
+
+def is_cpu_class(name: str) -> bool:
+    return name == CPU_CLASS or name.startswith(CPU_CLASS_PREFIX)
 
 
 def _matching_class(product: str) -> HardwareClass | None:
@@ -125,10 +151,12 @@ def architecture_of(product: str) -> str | None:
 
 def vendor_of(product: str) -> str:
     upper = product.upper()
-    if "AMD" in upper or "INSTINCT" in upper or upper.startswith("MI"):
+    if "AMD" in upper or "INSTINCT" in upper or upper.startswith("MI") or "EPYC" in upper or "RYZEN" in upper:
         return "amd"
     if "INTEL" in upper:
         return "intel"
+    if "NEOVERSE" in upper or "APPLE" in upper:
+        return "arm"
     return "nvidia"
 
 
@@ -142,14 +170,17 @@ def hardware_spec(product: str) -> dict[str, Any]:
 
 
 def hardware_class_of(product: str) -> str:
-    """The class name of a product: 'nvidia-h100' for every H100 variant, 'cpu' for processors.
+    """The class name of a product: 'nvidia-h100' for every H100 variant, a processor's model's for a CPU
+    ('cpu-amd-epyc-7b13'), 'cpu' for a processor of no named model.
 
     A product no class matches gets a name made from it, so that its runs still
     group by machine; no worker serves such a name until the registry has it.
     """
     upper = product.strip().upper()
-    if not upper or upper == CPU_CLASS.upper() or any(fragment in upper for fragment in CPU_MODEL_FRAGMENTS):
+    if not upper or upper == CPU_CLASS.upper():
         return CPU_CLASS
+    if any(fragment in upper for fragment in CPU_MODEL_FRAGMENTS):
+        return cpu_class_of(product)
     hardware = _matching_class(product)
     if hardware is not None:
         return hardware.name

@@ -282,7 +282,7 @@ class RerunWorkerAdmin(ReadOnlyAdmin):
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
         live = live_hardware_classes()
-        serving = ", ".join(f"{name} ({live[name]})" for name in CLASSES if name in live) or "none"
+        serving = ", ".join(f"{name} ({count})" for name, count in sorted(live.items())) or "none"
         waiting = ", ".join(name for name in CLASSES if name not in live)
         messages.info(
             request, f"Classes with a live worker: {serving}. A rerun requested on any other waits: {waiting}."

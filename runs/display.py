@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from records.hardware import CLASSES, CPU_CLASS, hardware_class_of
+from records.hardware import CLASSES, hardware_class_of, is_cpu_class
 from records.schema import (
     CaseResult,
     EnvironmentSpec,
@@ -243,7 +243,7 @@ def environment_rows(environment: Record[EnvironmentSpec] | None) -> list[tuple[
     # "gpu", as the seed page labels its hardware, where the hardware is one; else (a CPU host) "hardware".
     hardware = spec.hardware if spec else None
     product = hardware.product if hardware else ""
-    is_gpu = hardware_class_of(str(extra(hardware, "class") or "") or product) != CPU_CLASS
+    is_gpu = not is_cpu_class(str(extra(hardware, "class") or "") or hardware_class_of(product))
     rows = [("gpu" if is_gpu else "hardware", environment_hardware(spec))]
     libraries = spec.software.libraries if spec and spec.software else {}
     for name, version in sorted(libraries.items()):
@@ -392,11 +392,11 @@ def comparability_reasons(left: Any, right: Any) -> list[str]:
 
 def hardware_class_label(name: str) -> str:
     """A registered hardware class as people name it: 'CPU', 'NVIDIA H100'; '' for a class not registered."""
+    if is_cpu_class(name):
+        return "CPU"  # the model beside it (hardware_label) says which
     hardware = CLASSES.get(name)
     if hardware is None:
         return ""
-    if hardware.name == CPU_CLASS:
-        return "CPU"
     return f"{hardware.vendor.upper()} {hardware.products[0]}"
 
 

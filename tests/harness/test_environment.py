@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.environment import detect_hardware_class, host_environment
+from records.hardware import hardware_class_named, hardware_class_of
 
 
 def fake_nvidia_smi(folder: Path, line: str) -> None:
@@ -18,13 +19,14 @@ def fake_nvidia_smi(folder: Path, line: str) -> None:
     script.chmod(0o755)
 
 
-def test_without_a_gpu_the_class_is_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_gpu_the_class_names_the_cpu_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KERNELINDEX_HARDWARE_CLASS", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
 
-    assert detect_hardware_class() == "cpu"
     hardware = host_environment("cpu")["hardware"]
-    assert hardware["class"] == "cpu"
+    assert detect_hardware_class() == hardware["class"] == hardware_class_of(hardware["product"])
+    assert hardware["class"].startswith("cpu-") and hardware["class"] != "cpu-"
+    assert hardware_class_named(hardware["class"]).device == "cpu"
     assert hardware["vendor"] in {"intel", "amd", "arm", "unknown"}
     assert hardware["product"]
 

@@ -26,10 +26,13 @@ from records.hardware import (
         ("NVIDIA A800-SXM4-80GB", "nvidia-a800"),
         ("Tesla T4", "nvidia-t4"),
         ("AMD Instinct MI300X", "amd-mi300x"),
+        # A CPU's class names its model, as a GPU's names the product: speedups move between CPU models as they
+        # do between GPUs. A run that names no model is of the class "cpu".
         ("CPU", "cpu"),
-        # A host that names its processor is of the same class as one that says "CPU" (issue #14).
-        ("Intel(R) Xeon(R) Processor", "cpu"),
-        ("AMD EPYC 7B13 64-Core Processor", "cpu"),
+        ("Intel(R) Xeon(R) Processor", "cpu-intel-xeon"),
+        ("AMD EPYC 7B13 64-Core Processor", "cpu-amd-epyc-7b13"),
+        ("Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz", "cpu-intel-xeon-platinum-8481c"),
+        ("AMD EPYC (family 25, model 17)", "cpu-amd-epyc-family-25-model-17"),
         ("Some New Accelerator 9", "some-new-accelerator-9"),
     ],
 )
@@ -63,3 +66,14 @@ def test_an_unknown_class_is_refused_with_the_list_of_classes() -> None:
         hardware_class_named("nvidia-h1OO")
     assert "'nvidia-h1OO' is not a hardware class" in str(refused.value)
     assert "cpu, nvidia-gb200, nvidia-b200" in str(refused.value)
+
+
+def test_a_cpu_models_class_is_a_class_of_its_own_that_a_worker_can_serve() -> None:
+    epyc = hardware_class_named("cpu-amd-epyc-7b13")
+    assert (epyc.name, epyc.vendor, epyc.device) == ("cpu-amd-epyc-7b13", "amd", "cpu")
+    assert epyc.queue == "reruns.cpu-amd-epyc-7b13"
+    assert hardware_class_named("cpu-amd-epyc-7b13") != hardware_class_named("cpu-intel-xeon-platinum-8481c")
+    # Names a queue and a Redis user: nothing but a CPU model's slug passes.
+    for hostile in ("cpu-", "cpu-a b", "cpu-x:y", "cpu-" + "x" * 80, "cpu--x", "cpu-a\tb"):
+        with pytest.raises(UnknownHardwareClassError):
+            hardware_class_named(hostile)
