@@ -1,4 +1,5 @@
-# make run   set up on embedded defaults (SQLite, filesystem broker), import the sample and demo data,
+# make run   set up on embedded defaults (SQLite, filesystem broker), import the sample data and the demo (its
+#            claims measured on this machine's CPU once, demo/local.py),
 #            serve + the web tier's worker (with the periodic sweep) + a rerun worker for this machine
 # make test  the whole test suite (set DATABASE_URL / REDIS_URL to run it on PostgreSQL and Redis)
 # make check lint, format, types and migrations
@@ -35,7 +36,8 @@ sandbox:
 setup: $(if $(filter .venv,$(VENV)),$(VENV)/.installed) sandbox
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py import_runs $(DATA)
-	$(BIN)/python manage.py import_runs demo
+	$(BIN)/python demo/local.py
+	$(BIN)/python manage.py import_runs demo/definitions demo/solutions var/demo/reported.jsonl
 	$(BIN)/python manage.py import_runs --redigest $(SEED)
 
 # The web tier's worker (with the periodic sweep, -B) and a rerun worker with this machine's own key

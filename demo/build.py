@@ -252,23 +252,27 @@ def protocol() -> Sealed:
     return seal(document, "protocol")
 
 
-def environment() -> Sealed:
+# Where the figures above were measured: a CPU of the class "cpu", which names no model, so that the committed
+# runs are rerun by a worker told it serves that class (the tests' workers are). `make run` measures the claims
+# again on the machine it runs on (demo/local.py), in that machine's own class.
+MADE_ON = {"vendor": "amd", "product": "CPU", "class": "cpu", "model": "AMD EPYC"}
+MADE_WITH = {"torch": "2.13.0+cpu", "python": "3.11.7"}
+
+
+def environment(hardware: dict[str, str] = MADE_ON, libraries: dict[str, str] = MADE_WITH) -> Sealed:
     document = make_document(
         "ExecutionEnvironment",
-        "kernelindex-demo-cpu",
-        {
-            "hardware": {"vendor": "amd", "product": "CPU", "class": "cpu", "model": "AMD EPYC"},
-            "software": {"libraries": {"torch": "2.13.0+cpu", "python": "3.11.7"}},
-        },
-        title="Demo CPU host, one thread",
+        "kernelindex-demo-cpu" if hardware["class"] == "cpu" else f"kernelindex-demo-{hardware['class']}",
+        {"hardware": hardware, "software": {"libraries": libraries}},
+        title="Demo CPU host, one thread" if hardware is MADE_ON else f"Demo host: {hardware['product']}, one thread",
         labels={"cpu-threads": "1"},
     )
     return seal(document, "environment")
 
 
-def run_document(solution: Solution, cases: list[dict[str, Any]]) -> dict[str, Any]:
+def run_document(solution: Solution, cases: list[dict[str, Any]], observed_at: str = OBSERVED_AT) -> dict[str, Any]:
     external_id = f"demo/{solution.definition}/{solution.name}"
-    spec: dict[str, Any] = {"observedAt": OBSERVED_AT}
+    spec: dict[str, Any] = {"observedAt": observed_at}
     reported = solution.measured_ns
     if solution.reported == "too fast" and reported is not None:
         # The reference's latencies as measured: the claimed speedup is TOO_FAST_FACTOR times the real one.
@@ -325,15 +329,19 @@ def solution_files() -> dict[Path, str]:
     }
 
 
-def reported_runs() -> str:
-    """runs/reported.jsonl: one canonical manifest per line. Reads the solution.json files as written."""
-    shared = {"protocol": protocol(), "environment": environment()}
+def reported_runs(
+    solutions: tuple[Solution, ...] = SOLUTIONS, host: Sealed | None = None, observed_at: str = OBSERVED_AT
+) -> str:
+    """runs/reported.jsonl: one canonical manifest per line, of `solutions` with their figures as measured on
+    `host` (the environment), observed at `observed_at`. Reads the solution.json files as written."""
+    shared = {"protocol": protocol(), "environment": host or environment()}
     lines = []
-    for solution in SOLUTIONS:
+    for solution in solutions:
         workload, _ = read_definition_folder(DEMO / "definitions" / solution.definition)
         implementation = read_solution(solution.folder / "solution.json")
         documents = {**shared, "workload": workload, "implementation": implementation}
-        lines.append(canonical_text(manifest(run_document(solution, workload.value["spec"]["cases"]), documents)))
+        run = run_document(solution, workload.value["spec"]["cases"], observed_at)
+        lines.append(canonical_text(manifest(run, documents)))
     return "".join(line + "\n" for line in lines)
 
 
