@@ -3,13 +3,16 @@
     .venv/bin/python bench/verdicts/run.py                       # quiet host, 5 reruns per kernel
     .venv/bin/python bench/verdicts/run.py --busy 2              # beside two busy loops
     .venv/bin/python bench/verdicts/run.py --reruns 3 --kernels rmsnorm-vectorised softmax-fused
-    .venv/bin/python bench/verdicts/run.py --device cuda          # claims measured there (the demo's are the CPU's)
+    .venv/bin/python bench/verdicts/run.py --device cuda          # on the GPU
 
 For each honest demo kernel (demo/build.py: every solution with measured figures whose outputs are right), the
-claim its submitter would make, the speedup over the reference its figures give, is held against reruns made
+claim its submitter would make on this machine (one evaluation's figures, as make run's demo/local.py reports
+them: the suite's latency and speedup over the reference and each case's, every one a rerun checks) is held
+against reruns made
 exactly as a worker makes them (`python -m harness run` with the run's protocol, one thread, `--precision` half
 the tolerance and the rerun's case budget; records.rerun.rerun_harness_options), and the evidence rule
-(records.rerun.verdict) decides; so are claims inflated 1.25, 1.5, 2 and 3 times. A rerun is up to
+(records.rerun.verdict) decides; so are claims inflated 1.25, 1.5, 2 and 3 times (every latency divided by the
+factor, every speedup multiplied). A rerun is up to
 `RERUN_MAX_ATTEMPTS` evaluations: an inconclusive attempt is tried again after the retry delay, as the worker
 does, and the first conclusive attempt's verdict stands. Every claim of a kernel is decided on the same
 evaluations, so the figures compare.
@@ -43,13 +46,16 @@ sys.path.insert(0, str(REPOSITORY))
 sys.path.insert(0, str(REPOSITORY / "demo"))
 
 from build import DEMO, SOLUTIONS, Solution, run_document  # noqa: E402
+from measure import figures  # noqa: E402
 
 from records.rerun import (  # noqa: E402
     INCONCLUSIVE,
     NOT_REPRODUCED,
     QUIET_HOST_BUSY,
     REPRODUCED,
+    CaseFigures,
     Claim,
+    Estimate,
     measured_from_result,
     reported_claim,
     verdict,
@@ -93,24 +99,38 @@ def honest_kernels(names: Sequence[str] | None) -> list[Solution]:
     return [s for s in kernels if not names or s.name in names]
 
 
-def claimed_speedup(solution: Solution) -> float:
-    """What the submitter measured, read as a rerun reads a run's claim (records.rerun.reported_claim), whatever
-    the run reports (rmsnorm-row-loop reports 20x it)."""
-    assert solution.measured_ns
-    cases = [{"uuid": f"case-{index}", "axes": {}} for index in range(len(solution.measured_ns))]
-    spec = run_document(replace(solution, reported="as measured"), cases)["spec"]
-    speedup = reported_claim(spec, None).speedup
-    assert speedup is not None, f"{solution.name}: its figures claim no speedup"
-    return speedup
-
-
-def measured_claim(solution: Solution, device: str, tolerance: float, case_budget: float) -> float:
-    """On a device the demo has no figures for, the claim a submitter there would make: one evaluation's suite
-    speedup (the median over cases of the paired speedups, as the rerun measures it)."""
+def measured_claim(solution: Solution, device: str, tolerance: float, case_budget: float) -> Claim:
+    """The claim a submitter on this machine would make: one evaluation's figures, reported as the demo reports
+    them (make run's demo/local.py) and read as a rerun reads a run's claim (records.rerun.reported_claim):
+    the suite's latency and speedup and each case's. Measured here, whatever CPU model or GPU this is: a claim
+    is judged on the hardware it was made on."""
     with tempfile.TemporaryDirectory(prefix="verdicts-") as folder:
         evaluation = evaluate(solution, device, tolerance, case_budget, Path(folder))
     assert evaluation.suite_speedup, f"{solution.name} on {device}: {evaluation.result.get('reason')}"
-    return evaluation.suite_speedup
+    latencies, references, speedups = figures(evaluation.result)
+    measured = replace(
+        solution, measured_ns=latencies, reference_ns=references, speedups=speedups, reported="as measured"
+    )
+    cases = [{"uuid": case["uuid"], "axes": {}} for case in evaluation.result["cases"]]
+    spec = run_document(measured, cases)["spec"]
+    return reported_claim(spec, spec["timing"]["latencyNs"]["median"])
+
+
+def inflated(claim: Claim, factor: float) -> Claim:
+    """The claim `factor` times better on every figure: latencies divided by it, speedups multiplied."""
+
+    def better(estimate: Estimate | None, scale: float) -> Estimate | None:
+        return Estimate.of(estimate.median * scale) if estimate else None
+
+    return Claim(
+        claim.latency_ns / factor if claim.latency_ns else None,
+        claim.speedup * factor if claim.speedup else None,
+        claim.speedup_statistic,
+        tuple(
+            CaseFigures(case.workload, better(case.latency_ns, 1 / factor), better(case.speedup, factor))
+            for case in claim.cases
+        ),
+    )
 
 
 def evaluate(solution: Solution, device: str, tolerance: float, case_budget: float, folder: Path) -> Evaluation:
@@ -134,8 +154,7 @@ def rerun(
     solution: Solution, device: str, tolerance: float, case_budget: float, attempts: int, retry_after: float
 ) -> tuple[dict[float, Outcome], list[Evaluation]]:
     """One rerun per claim factor, on shared evaluations: each factor takes the first conclusive attempt."""
-    on_cpu = device == "cpu"
-    claimed = claimed_speedup(solution) if on_cpu else measured_claim(solution, device, tolerance, case_budget)
+    claimed = measured_claim(solution, device, tolerance, case_budget)
     decided: dict[float, Outcome] = {}
     evaluations: list[Evaluation] = []
     elapsed = 0.0
@@ -148,7 +167,7 @@ def rerun(
         for factor in CLAIM_FACTORS:
             if factor in decided and decided[factor].level != INCONCLUSIVE:
                 continue
-            said = verdict(Claim(None, claimed * factor, "geomean"), measured, tolerance)
+            said = verdict(inflated(claimed, factor), measured, tolerance)
             if said.level != INCONCLUSIVE or attempt == attempts or not said.retry:
                 decided[factor] = Outcome(said.level, attempt, elapsed, said.reason)
         if all(f in decided and decided[f].level != INCONCLUSIVE for f in CLAIM_FACTORS):
@@ -226,9 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--attempts", type=int, default=3)
     parser.add_argument("--retry-after", type=float, default=20.0, help="seconds between attempts")
     parser.add_argument("--json", type=Path, help="write every evaluation's result here")
-    parser.add_argument(
-        "--device", default="cpu", help="cpu (claims from the demo's figures) or cuda (claims measured)"
-    )
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (the claims are measured there, once per rerun)")
     arguments = parser.parse_args(argv)
     from records.rerun import DEFAULT_CASE_BUDGET_SECONDS
 
