@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from harness import digested_files
-from harness.sandbox import Workspace, environment_for, python_executable
+from harness.jail.sandbox import Workspace, environment_for, python_executable
 
 REPO = Path(__file__).resolve().parents[2]
 OWN_PACKAGES = ("harness", "records")
 RMSNORM = REPO / "demo" / "definitions" / "rmsnorm_h2048"
 VECTORISED = REPO / "demo" / "solutions" / "rmsnorm_h2048" / "rmsnorm-vectorised" / "solution.json"
 # The processes the sandbox starts, by their entry module, and the role each is started as.
-SANDBOXED = {"harness.judge": "judge", "harness.kernel": "kernel"}
+SANDBOXED = {"harness.judge.__main__": "judge", "harness.kernel.__main__": "kernel"}
 CLI = "python -m harness run"
 
 
@@ -92,7 +92,7 @@ def run_cli(workload: Path) -> subprocess.CompletedProcess[str]:
 def import_as_sandboxed(entry: str, scratch: Path) -> subprocess.CompletedProcess[str]:
     """Import `entry` and what it imports late, in the environment and from the Python the sandbox starts it with.
 
-    The sandbox builds its processes' environment from nothing (harness.sandbox.environment_for), so
+    The sandbox builds its processes' environment from nothing (harness.jail.sandbox.environment_for), so
     PYTHONPROFILEIMPORTTIME never reaches them and their stderr is a log the parent keeps only the tail of:
     a real evaluation cannot report what they load.
     """

@@ -19,18 +19,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from harness.failures import failure_text
-from harness.sandbox import drop_privileges
-from harness.timing_names import JUDGE_CPU_TIME, JUDGE_WALL_CLOCK
+from harness.jail.sandbox import drop_privileges
+from harness.wire.failures import failure_text
+from harness.wire.timing_names import JUDGE_CPU_TIME, JUDGE_WALL_CLOCK
 
 if TYPE_CHECKING:
-    from harness.served import EmptyCost, ServedLink
+    from harness.judge.served import EmptyCost, ServedLink
 
 
 class Reporter:
@@ -64,9 +63,9 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     import torch
 
-    from harness.case import CaseJudge
-    from harness.loading import load_reference
-    from harness.served import KernelFault, ServedLink
+    from harness.judge.case import CaseJudge
+    from harness.judge.served import KernelFault, ServedLink
+    from harness.kernel.loading import load_reference
 
     device = job["device"]
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -127,7 +126,7 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
 def _calibrated(
     kernel: ServedLink, reference: ServedLink, case: Mapping[str, Any], job: Mapping[str, Any]
 ) -> dict[str, EmptyCost]:
-    from harness.served import block_size, calibrate
+    from harness.judge.served import block_size, calibrate
 
     size = block_size(kernel, case)
     cuda = str(job["device"]).startswith("cuda")
@@ -164,7 +163,3 @@ def torch_environment(device: str) -> dict[str, Any]:
         environment["device_name"] = "cpu"
         environment["cpu_threads"] = torch.get_num_threads()
     return environment
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -14,16 +14,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.environment import host_environment
-from harness.errors import HarnessInputError
-from harness.exchange import exchange_bytes
-from harness.formats import Solution, load_definition, load_solution, load_workload
-from harness.job import Inputs, build_job, solution_entry
-from harness.protocols import DEFAULT_PROTOCOL, PROTOCOL_NAMES, protocol_named
-from harness.results import CaseResult, EvaluationResult, HarnessInfo, Protocol
-from harness.sandbox import Limits, Outcome, SandboxUnavailableError, Workspace, allowed_cpus, run_evaluation
-from harness.stats import MAX_PAIRS, latency_of, ratio_speedup, suite_latency, suite_speedup
-from harness.timing_names import CPU_FLUSH, CPU_TIMER, CUDA_FLUSH, CUDA_TIMER
+from harness.jail.sandbox import Limits, Outcome, SandboxUnavailableError, Workspace, allowed_cpus, run_evaluation
+from harness.judge.protocols import DEFAULT_PROTOCOL, PROTOCOL_NAMES, protocol_named
+from harness.parent.environment import host_environment
+from harness.parent.errors import HarnessInputError
+from harness.parent.formats import Solution, load_definition, load_solution, load_workload
+from harness.parent.job import Inputs, build_job, solution_entry
+from harness.parent.results import CaseResult, EvaluationResult, HarnessInfo, Protocol
+from harness.parent.stats import MAX_PAIRS, latency_of, ratio_speedup, suite_latency, suite_speedup
+from harness.wire.exchange import exchange_bytes
+from harness.wire.timing_names import CPU_FLUSH, CPU_TIMER, CUDA_FLUSH, CUDA_TIMER
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_MEMORY_MB = 8192

@@ -26,9 +26,9 @@ from typing import Any
 
 import torch
 
-from harness.cgroups import FreezeError, Freezer, read_cpu_ns
-from harness.exchange import MAX_SLOTS, ChannelError, LineChannel, Placement, placements, slot_bytes
-from harness.tensors import DTYPES, changed_inputs
+from harness.jail.cgroups import FreezeError, Freezer, read_cpu_ns
+from harness.judge.tensors import DTYPES, changed_inputs
+from harness.wire.exchange import MAX_SLOTS, ChannelError, LineChannel, Placement, placements, slot_bytes
 
 # Calibration requests per case and side, before anything is loaded (the first, a cold start, is dropped).
 CALIBRATION_REQUESTS = 11
@@ -91,7 +91,7 @@ class ServedLink:
 
     @classmethod
     def of(cls, descriptors: Mapping[str, Any], dps: bool) -> ServedLink:
-        from harness.exchange import map_exchange
+        from harness.wire.exchange import map_exchange
 
         freezer = Freezer(descriptors["freeze"], descriptors["frozen"]) if "freeze" in descriptors else None
         link = cls(
@@ -399,7 +399,7 @@ class EmptyCost:
     calls: int
     cpu: tuple[float, float]
     wall: tuple[float, float]
-    # On CUDA, the reference's process's probe on an idle GPU (harness.case `_wait_for_idle_gpu`).
+    # On CUDA, the reference's process's probe on an idle GPU (harness.judge.case `_wait_for_idle_gpu`).
     probe_ns: float = 0.0
 
     def cpu_ns(self, calls: int) -> float:

@@ -22,7 +22,7 @@ Limits on the kernel's process tree (harness/README.md lists what each needs):
   so that its CPU time can exceed its wall time only that many times over:
   the judge's clock check rests on it. A quota, not pinning: a kernel pinned
   to one CPU of a busy host waits for that CPU while another is idle;
-- a seccomp filter (harness.seccomp): no memfd, no new namespaces, no mounts,
+- a seccomp filter (harness.jail.seccomp): no memfd, no new namespaces, no mounts,
   no ptrace;
 - rlimits: file size (the scratch size), and on the CPU an address-space cap
   so that one allocation far past the limit fails at once;
@@ -48,9 +48,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import cgroups
-from harness.seccomp import SeccompUnavailableError, kernel_filter
-from harness.timing_names import TIMERS, Timer
+from harness.jail import cgroups
+from harness.jail.seccomp import SeccompUnavailableError, kernel_filter
+from harness.wire.timing_names import TIMERS, Timer
 
 SANDBOX_ROOT = Path("/opt/kernelindex")
 JOB = Path("/job")
@@ -133,7 +133,7 @@ class Limits:
     device: str
     fresh_inputs: bool = False
     # Pairs past the timed iterations until each case's speedup interval is within this fraction of its median,
-    # for at most `case_budget` seconds a case (harness.case).
+    # for at most `case_budget` seconds a case (harness.judge.case).
     precision: float | None = None
     case_budget: float = 20.0
 
@@ -171,7 +171,7 @@ def python_executable() -> str:
 
 def environment_for(role: str, workspace: Workspace, python: str) -> dict[str, str]:
     scratch = workspace.scratch_in_sandbox(role)
-    package_root = Path(__file__).resolve().parent.parent
+    package_root = Path(__file__).resolve().parents[2]
     environment = {
         # The venv's tools (ninja for extension builds) and CUDA's (nvcc) come first.
         "PATH": os.pathsep.join([os.path.dirname(python), "/usr/local/cuda/bin", "/usr/local/bin", "/usr/bin", "/bin"]),
@@ -223,7 +223,7 @@ def bwrap_arguments(role: str, workspace: Workspace, limits: Limits, python: str
         if not any(prefix == done or prefix.startswith(done + "/") for done in bound):
             arguments += _read_only_with_parents(prefix, prefix)
             bound.append(prefix)
-    package_root = Path(__file__).resolve().parent.parent
+    package_root = Path(__file__).resolve().parents[2]
     for package in _PACKAGES:
         arguments += _read_only_with_parents(str(package_root / package), str(SANDBOX_ROOT / package))
     arguments += ["--ro-bind", str(workspace.folder(role)), str(JOB)]
@@ -508,7 +508,7 @@ def _limits_record(limits: Limits, group: cgroups.Cgroup | None, seccomp: bool) 
     }
 
 
-# What the judge measures each request of a served process by (harness.results Limits.clock_check).
+# What the judge measures each request of a served process by (harness.parent.results Limits.clock_check).
 CPU_TIME_CHECK = "cpu time (cgroup, frozen between requests)"
 WALL_CLOCK_CHECK = "wall clock (cgroup frozen between requests)"
 NO_CHECK = "none"

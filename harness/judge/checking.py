@@ -3,7 +3,7 @@
 Every rule checks shape and dtype first, then fails a solution whose output
 holds NaN or Inf (except -inf where the reference has -inf and the case sets
 `allow_negative_inf`, in the rules that read the case's tolerance). What
-follows is the protocol's `CorrectnessRule` (harness/protocols.py): the
+follows is the protocol's `CorrectnessRule` (harness/judge/protocols.py): the
 tolerance where the case gives none, the element bound ("sum":
 |d| <= atol + rtol·|ref|; "either": |d| <= atol or |d| <= rtol·|ref|), the share
 of elements that must be within it, what a non-finite reference element means,
@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
-from harness.protocols import PROTOCOLS, CorrectnessRule
-from harness.tensors import unpack_float4
+from harness.judge.protocols import PROTOCOLS, CorrectnessRule
+from harness.judge.tensors import unpack_float4
 
 KERNELINDEX_RULE = PROTOCOLS["kernelindex"].correctness
 # FlashInfer-Bench's denominator of the relative error (bench/utils.py compute_error_stats).
