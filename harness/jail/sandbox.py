@@ -55,7 +55,6 @@ from harness.wire.timing_names import TIMERS, Timer
 SANDBOX_ROOT = Path("/opt/kernelindex")
 JOB = Path("/job")
 SCRATCH = Path("/scratch")
-UNPRIVILEGED_ID = 65534
 LOG_TAIL_BYTES = 4096
 # Threads and processes of the kernel's sandbox: far more than torch starts, far fewer than the host allows.
 KERNEL_PIDS = 512
@@ -136,14 +135,6 @@ class Limits:
     # for at most `case_budget` seconds a case (harness.judge.case).
     precision: float | None = None
     case_budget: float = 20.0
-
-
-def drop_privileges() -> None:
-    """In a sandboxed process bwrap set up as root: become uid/gid 65534 with no groups, before reading
-    anything a solution controls."""
-    os.setgroups([])
-    os.setgid(UNPRIVILEGED_ID)
-    os.setuid(UNPRIVILEGED_ID)
 
 
 def bwrap_path() -> str:

@@ -47,13 +47,14 @@ from typing import Any
 
 import torch
 
-from harness.judge.checking import compare, outputs_as_list, reference_problem
+from harness.judge.checking import compare, reference_problem
 from harness.judge.host import mark, other_share
 from harness.judge.protocols import protocol_named
 from harness.judge.served import Block, Call, EmptyCost, KernelFault, ServedLink
 from harness.judge.tensors import CUDA_ONLY_DTYPES, InputError, build_inputs, changed_inputs, clone
 from harness.parent.stats import MAX_PAIRS, MIN_PAIRS, settled
 from harness.wire.failures import failure_status, failure_text, needs_missing_cuda
+from harness.wire.outputs import outputs_as_list
 
 # The share of timed calls whose outputs are checked, drawn after each request.
 CHECKED_SHARE = 0.25

@@ -47,15 +47,6 @@ class _Limits:
     error_cap: float | None = None
 
 
-def outputs_as_list(returned: Any, names: Sequence[str]) -> list[Any]:
-    """A solution's or reference's return value as one value per declared output."""
-    if isinstance(returned, Mapping):
-        return [returned.get(name) for name in names]
-    if isinstance(returned, (tuple, list)):
-        return list(returned)
-    return [returned]
-
-
 def reference_problem(
     outputs: Sequence[Any],
     specs: Mapping[str, Any],

@@ -29,10 +29,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.jail.sandbox import drop_privileges
 from harness.kernel.gpu_timing import CuptiTimer
 from harness.wire.exchange import DTYPE_BYTES, MAX_REQUEST_BYTES, ChannelError, LineChannel, map_exchange
 from harness.wire.failures import failure_status, failure_text
+from harness.wire.outputs import outputs_as_list
+from harness.wire.privileges import drop_privileges
 
 # Address space beyond the memory limit for what the runtime maps without using (thread stacks, arenas).
 _ADDRESS_SPACE_SLACK_MB = 2048
@@ -202,8 +203,6 @@ class Caller:
     def _returned(
         self, returned: Any, placements: Sequence[Any], elapsed: float, arguments: Sequence[Any]
     ) -> dict[str, Any]:
-        from harness.judge.checking import outputs_as_list
-
         values = outputs_as_list(returned, [str(index) for index in range(len(placements))])
         started = self.clock()
         described = []
