@@ -17,8 +17,9 @@ HARNESS_VERSION = "0.2.0"
 
 if TYPE_CHECKING:
     from harness.jail.sandbox import SandboxUnavailableError
-    from harness.parent.api import evaluate
+    from harness.parent.api import evaluate, evaluate_with
     from harness.parent.errors import HarnessInputError
+    from harness.parent.options import EvaluationOptions
     from harness.parent.results import EvaluationResult
 
 
@@ -52,6 +53,8 @@ def harness_digest() -> str:
 
 _LAZY = {
     "evaluate": "harness.parent.api",
+    "evaluate_with": "harness.parent.api",
+    "EvaluationOptions": "harness.parent.options",
     "EvaluationResult": "harness.parent.results",
     "HarnessInputError": "harness.parent.errors",
     "SandboxUnavailableError": "harness.jail.sandbox",
@@ -70,10 +73,12 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "HARNESS_NAME",
     "HARNESS_VERSION",
+    "EvaluationOptions",
     "EvaluationResult",
     "HarnessInputError",
     "SandboxUnavailableError",
     "digested_files",
     "evaluate",
+    "evaluate_with",
     "harness_digest",
 ]

@@ -124,17 +124,14 @@ class Workspace:
 
 @dataclass(frozen=True)
 class Limits:
+    """What the jail holds an evaluation's processes to (harness.parent.api `jail_limits`, from its options)."""
+
     timeout: float
     memory_mb: int | None
     scratch_mb: int
     # The CPUs' worth of time the kernel's processes may use at once (its cgroup's CPU quota).
     cpus: int
     device: str
-    fresh_inputs: bool = False
-    # Pairs past the timed iterations until each case's speedup interval is within this fraction of its median,
-    # for at most `case_budget` seconds a case (harness.judge.case).
-    precision: float | None = None
-    case_budget: float = 20.0
 
 
 def bwrap_path() -> str:

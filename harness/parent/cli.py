@@ -12,8 +12,15 @@ from pathlib import Path
 
 from harness.jail.sandbox import SandboxUnavailableError
 from harness.judge.protocols import DEFAULT_PROTOCOL, PROTOCOL_NAMES
-from harness.parent.api import DEFAULT_CASE_BUDGET, DEFAULT_MEMORY_MB, DEFAULT_SCRATCH_MB, DEFAULT_TIMEOUT, evaluate
+from harness.parent.api import evaluate_with
 from harness.parent.errors import HarnessInputError
+from harness.parent.options import (
+    DEFAULT_CASE_BUDGET,
+    DEFAULT_MEMORY_MB,
+    DEFAULT_SCRATCH_MB,
+    DEFAULT_TIMEOUT,
+    EvaluationOptions,
+)
 
 USAGE_ERROR = 2
 
@@ -63,10 +70,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     arguments = parser().parse_args(argv)
     try:
-        result = evaluate(
-            arguments.definition,
-            arguments.workload,
-            arguments.solution,
+        options = EvaluationOptions(
             reference=arguments.reference,
             device=arguments.device,
             timeout=arguments.timeout,
@@ -81,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             precision=arguments.precision,
             case_budget=arguments.case_budget,
         )
+        result = evaluate_with(arguments.definition, arguments.workload, arguments.solution, options)
     except (HarnessInputError, SandboxUnavailableError) as error:
         print(f"harness: error: {error}", file=sys.stderr)
         return USAGE_ERROR
