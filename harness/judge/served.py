@@ -140,7 +140,7 @@ class ServedLink:
         return ["REWARD_HACK", "the kernel's process answered the load with something that is not a reply"]
 
     def probe(self) -> float:
-        """On CUDA, the served process's time for a small fixed piece of GPU work (harness.kernel `probe`): how
+        """On CUDA, the served process's time for a small fixed piece of GPU work (harness.kernel.process `probe`): how
         busy the GPU is with anything else. Only the reference's process is asked; its answer is trusted."""
         self.thaw()
         try:
@@ -357,7 +357,7 @@ def _output_sources(
     reply: Any, names: Sequence[str], input_places: Mapping[str, Placement], output_places: Sequence[Placement]
 ) -> list[Placement]:
     """Where each output lies: its own placement, or, where the call returned an argument whole (a buffer updated
-    in place: harness.kernel `_argument_returned`), that argument's, if its shape and dtype are the output's.
+    in place: harness.kernel.process `_argument_returned`), that argument's, if its shape and dtype are the output's.
     What is read there is checked as any output is; a wrong claim leaves an output unwritten."""
     sources = list(output_places)
     described = reply.get("returned") if isinstance(reply, Mapping) else None

@@ -70,7 +70,7 @@ def build_job(
 
 
 def solution_entry(solution: Solution) -> dict[str, Any]:
-    """What a served process needs to load a solution (harness.kernel, harness.kernel.loading)."""
+    """What a served process needs to load a solution (harness.kernel.process, harness.kernel.loading)."""
     spec = solution.spec
     entry_file, _, entry_function = spec.entry_point.partition("::")
     return {
