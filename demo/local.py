@@ -41,7 +41,7 @@ from build import SOLUTIONS, TOO_FAST_FACTOR, Solution, environment, reported_ru
 from measure import evaluation, figures  # noqa: E402
 
 from harness import harness_digest  # noqa: E402
-from harness.environment import detect_hardware_class  # noqa: E402
+from harness.parent.environment import detect_hardware_class  # noqa: E402
 
 DEFAULT_OUT = DEMO.parent / "var" / "demo" / "reported.jsonl"
 PASSED_THOUGH_WRONG = "passed though wrong"

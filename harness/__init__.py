@@ -16,10 +16,11 @@ HARNESS_NAME = "kernelindex-harness"
 HARNESS_VERSION = "0.2.0"
 
 if TYPE_CHECKING:
-    from harness.api import evaluate
-    from harness.errors import HarnessInputError
-    from harness.results import EvaluationResult
-    from harness.sandbox import SandboxUnavailableError
+    from harness.jail.sandbox import SandboxUnavailableError
+    from harness.parent.api import evaluate, evaluate_with
+    from harness.parent.errors import HarnessInputError
+    from harness.parent.options import EvaluationOptions
+    from harness.parent.results import EvaluationResult
 
 
 # The records modules the harness's processes load: `python -m harness run` loads these (the public formats'
@@ -51,10 +52,12 @@ def harness_digest() -> str:
 
 
 _LAZY = {
-    "evaluate": "harness.api",
-    "EvaluationResult": "harness.results",
-    "HarnessInputError": "harness.errors",
-    "SandboxUnavailableError": "harness.sandbox",
+    "evaluate": "harness.parent.api",
+    "evaluate_with": "harness.parent.api",
+    "EvaluationOptions": "harness.parent.options",
+    "EvaluationResult": "harness.parent.results",
+    "HarnessInputError": "harness.parent.errors",
+    "SandboxUnavailableError": "harness.jail.sandbox",
 }
 
 
@@ -70,10 +73,12 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "HARNESS_NAME",
     "HARNESS_VERSION",
+    "EvaluationOptions",
     "EvaluationResult",
     "HarnessInputError",
     "SandboxUnavailableError",
     "digested_files",
     "evaluate",
+    "evaluate_with",
     "harness_digest",
 ]

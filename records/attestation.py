@@ -1,6 +1,6 @@
 """Rerun attestations: what a rerun worker signs, and how anyone checks it, without the web app.
 
-A rerun worker (harness/worker.py) holds no database. What it tells the site it
+A rerun worker (harness/parent/worker.py) holds no database. What it tells the site it
 signs with its ed25519 key (through `cryptography`), in a DSSE envelope
 (https://github.com/secure-systems-lab/dsse). Its result is an in-toto
 Statement v1 (https://github.com/in-toto/attestation) of predicate type
@@ -240,7 +240,7 @@ class RerunPredicate(_Closed):
     workloadDigest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")  # noqa: N815
     implementationDigest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")  # noqa: N815
     harnessOptions: dict[str, str | int | float | bool]  # noqa: N815
-    # The harness's own JSON result (harness/results.py), as it wrote it; None when it wrote none.
+    # The harness's own JSON result (harness/parent/results.py), as it wrote it; None when it wrote none.
     result: dict[str, Any] | None
     startedAt: str  # noqa: N815
     finishedAt: str  # noqa: N815

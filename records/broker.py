@@ -1,6 +1,6 @@
 """Who may do what on the Redis broker: one Redis user per role, and the transport options that keep the
 keys each role touches exact. The ACL file (deploy/README.md), CI (.ci/run), the site's settings, the rerun
-worker (harness/worker.py) and the tests all take them from here.
+worker (harness/parent/worker.py) and the tests all take them from here.
 
 Redis holds the web tier's cache beside the queues, and a GPU host is given a
 credential for it. So each role has its own user, scoped to what it must touch:

@@ -34,8 +34,8 @@ Ratio = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 M = TypeVar("M", bound=BaseModel)
 
 # -- dtypes ----------------------------------------------------------------------
-# The names a definition may give, each one the harness can build inputs of and compare (harness/tensors.py
-# builds them, harness/checking.py compares them). Both sources' lists (SOL-ExecBench dtypes.py,
+# The names a definition may give, each one the harness can build inputs of and compare (harness/judge/tensors.py
+# builds them, harness/judge/checking.py compares them). Both sources' lists (SOL-ExecBench dtypes.py,
 # FlashInfer-Bench utils.py) are covered, plus uint8, which the harness handles and native definitions use.
 # Complex dtypes are refused: random inputs are drawn as real numbers and the comparison widens to
 # float32/float64, which would drop the imaginary part, so a complex output could never be judged.

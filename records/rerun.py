@@ -285,7 +285,7 @@ def _paired_speedup(cases: list[Mapping[str, Any]]) -> float | None:
 
 
 def measured_from_result(result: Mapping[str, Any]) -> Measured:
-    """A harness result (harness/results.py) as the rule reads it; its newer fields may be missing."""
+    """A harness result (harness/parent/results.py) as the rule reads it; its newer fields may be missing."""
     cases = [case for case in result.get("cases") or [] if case.get("status") == PASSED]
     speedups = [_estimate(case.get("speedup"), "median", "ci95") for case in cases]
     latency = _estimate(result.get("latency"), "median_ns", "ci95_ns")
@@ -333,8 +333,8 @@ def measured_from_run(run_spec: Mapping[str, Any]) -> Measured:
     )
 
 
-# harness/results.py Limits.clock_check (harness.sandbox's names): the evaluation had no cgroup to measure the
-# kernel's CPU time by; the judge measured each request by the served group's CPU time.
+# harness/parent/results.py Limits.clock_check (harness.jail.sandbox's names): the evaluation had no cgroup to
+# measure the kernel's CPU time by; the judge measured each request by the served group's CPU time.
 UNCHECKED_CLOCK = "none"
 CPU_TIME_CLOCK = "cpu time (cgroup, frozen between requests)"
 

@@ -3,7 +3,7 @@
 The site sends a job (RerunJob, in a DSSE envelope signed with the site's own
 key: sign_job) to its hardware class's queue (`reruns.<class>`,
 records.hardware); the worker checks the site's signature before it
-reads anything else (read_signed_job), and (harness/worker.py) answers on the
+reads anything else (read_signed_job), and (harness/parent/worker.py) answers on the
 results queue with signed messages (WorkerMessage, in DSSE envelopes,
 records.attestation): it took a job, it is alive, it stops, and its result,
 which carries the signed attestation. A worker holds no database, so these are

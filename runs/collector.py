@@ -1,6 +1,6 @@
 """The collector: where a rerun worker's word enters the index, and the only way to a rerun's verdict.
 
-A worker holds no database (harness/worker.py). Everything it sends on the
+A worker holds no database (harness/parent/worker.py). Everything it sends on the
 results queue (runs.tasks.collect_worker_message) is a DSSE envelope of a
 WorkerMessage (records.worker_protocol), signed with its key. Here each is
 verified against the worker registry (a key registered on this site, not

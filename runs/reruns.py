@@ -3,7 +3,7 @@
 The `RerunRequest` row is the source of truth. Once stored it is sent to its
 hardware class's queue as a job (records.worker_protocol.RerunJob: the run's
 documents, the harness options and a fresh job id). A rerun worker
-(harness/worker.py) holds no database: it answers with signed messages, which
+(harness/parent/worker.py) holds no database: it answers with signed messages, which
 the collector (runs/collector.py) verifies before it calls the functions here.
 A request is claimed for the worker that says it took its job, with a
 conditional UPDATE, so a job delivered twice runs once for the site; its result

@@ -16,7 +16,7 @@ DUMP_REWRITE_AFTER_SECONDS = 3600
 
 @shared_task(name=MESSAGE_TASK, acks_late=True, ignore_result=True)
 def collect_worker_message(envelope: Any) -> str | None:
-    """A rerun worker's signed message from the results queue (harness/worker.py), for the collector."""
+    """A rerun worker's signed message from the results queue (harness/parent/worker.py), for the collector."""
     return collector.collect(envelope)
 
 

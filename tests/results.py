@@ -1,4 +1,5 @@
-"""Harness results as `python -m harness run` writes them (harness/results.py), for tests of the rule and the worker."""
+"""Harness results as `python -m harness run` writes them (harness/parent/results.py), for tests of the rule and the
+worker."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPOSITORY))
 
 from harness import evaluate  # noqa: E402
-from harness.tensors import build_inputs  # noqa: E402
+from harness.judge.tensors import build_inputs  # noqa: E402
 
 FUNCTIONS = {
     "add_256x256": ("torch.add(x, y, out=out)", 256),

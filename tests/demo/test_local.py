@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.environment import HARDWARE_CLASS_VARIABLE
+from harness.parent.environment import HARDWARE_CLASS_VARIABLE
 from records.hardware import is_cpu_class
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -28,7 +28,7 @@ def test_the_demo_is_measured_in_this_cpus_class_once(tmp_path: Path) -> None:
     runs = {json.loads(line)["run"]["spec"]["sourceNative"]["externalId"]: json.loads(line) for line in out.open()}
     assert set(runs) == {"demo/gemm_n256_k512/gemm-torch-mm", "demo/gemm_n256_k512/gemm-bf16"}
     here = subprocess.run(
-        [sys.executable, "-c", "from harness.environment import detect_hardware_class as d; print(d())"],
+        [sys.executable, "-c", "from harness.parent.environment import detect_hardware_class as d; print(d())"],
         cwd=ROOT,
         env={k: v for k, v in os.environ.items() if k != HARDWARE_CLASS_VARIABLE},
         capture_output=True,

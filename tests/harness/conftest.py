@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from harness import evaluate
-from harness.results import EvaluationResult
+from harness.parent.results import EvaluationResult
 
 ADD_REFERENCE = """
 import torch

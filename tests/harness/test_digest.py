@@ -3,7 +3,6 @@ they do not: a result's digest names all the code that judged it."""
 
 from __future__ import annotations
 
-import ast
 import json
 import subprocess
 import sys
@@ -11,25 +10,16 @@ from pathlib import Path
 
 import pytest
 
+import harness
 from harness import digested_files
-from harness.sandbox import Workspace, environment_for, python_executable
+from harness.jail.sandbox import Workspace, environment_for, python_executable
+from tests.harness.imports import OWN_PACKAGES, REPO, module_file, reachable_modules
 
-REPO = Path(__file__).resolve().parents[2]
-OWN_PACKAGES = ("harness", "records")
 RMSNORM = REPO / "demo" / "definitions" / "rmsnorm_h2048"
 VECTORISED = REPO / "demo" / "solutions" / "rmsnorm_h2048" / "rmsnorm-vectorised" / "solution.json"
 # The processes the sandbox starts, by their entry module, and the role each is started as.
-SANDBOXED = {"harness.judge": "judge", "harness.kernel": "kernel"}
+SANDBOXED = {"harness.judge.__main__": "judge", "harness.kernel.__main__": "kernel"}
 CLI = "python -m harness run"
-
-
-def module_file(name: str) -> Path | None:
-    """The file a harness or records module is loaded from; None for a name that is no module (an attribute)."""
-    path = REPO.joinpath(*name.split("."))
-    for candidate in (path / "__init__.py", path.with_suffix(".py")):
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def loaded_files(importtime: str) -> set[Path]:
@@ -45,41 +35,6 @@ def loaded_files(importtime: str) -> set[Path]:
     return files
 
 
-def run_time_nodes(node: ast.AST) -> list[ast.AST]:
-    """Every node under `node` but those in `if TYPE_CHECKING:` blocks, which never run."""
-    nodes = []
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.If) and isinstance(child.test, ast.Name) and child.test.id == "TYPE_CHECKING":
-            continue
-        nodes += [child, *run_time_nodes(child)]
-    return nodes
-
-
-def named_modules(name: str) -> set[str]:
-    """The harness and records modules `name`'s source imports anywhere, inside its functions too."""
-    path = module_file(name)
-    assert path is not None
-    names = set()
-    for node in run_time_nodes(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return {found for found in names if found.split(".")[0] in OWN_PACKAGES and module_file(found) is not None}
-
-
-def reachable_modules(entry: str) -> set[str]:
-    """`entry` and every harness or records module it can import, its functions' late imports included."""
-    reached, pending = set(), [entry]
-    while pending:
-        name = pending.pop()
-        if name not in reached:
-            reached.add(name)
-            pending.extend(named_modules(name))
-    return reached
-
-
 def run_cli(workload: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "harness", "run",
@@ -92,7 +47,7 @@ def run_cli(workload: Path) -> subprocess.CompletedProcess[str]:
 def import_as_sandboxed(entry: str, scratch: Path) -> subprocess.CompletedProcess[str]:
     """Import `entry` and what it imports late, in the environment and from the Python the sandbox starts it with.
 
-    The sandbox builds its processes' environment from nothing (harness.sandbox.environment_for), so
+    The sandbox builds its processes' environment from nothing (harness.jail.sandbox.environment_for), so
     PYTHONPROFILEIMPORTTIME never reaches them and their stderr is a log the parent keeps only the tail of:
     a real evaluation cannot report what they load.
     """
@@ -123,11 +78,40 @@ def loaded_by(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[Path]]:
     return loaded
 
 
+def left_out(loaded: set[Path]) -> list[str]:
+    """The loaded files the digest does not cover, relative to the repository."""
+    return sorted(str(path.relative_to(REPO)) for path in loaded - set(digested_files()))
+
+
 @pytest.mark.parametrize("process", [CLI, *SANDBOXED])
 def test_every_module_a_harness_process_loads_is_in_the_digest(loaded_by: dict[str, set[Path]], process: str) -> None:
     assert loaded_by[process], "the import report named no harness module"
-    left_out = sorted(str(path.relative_to(REPO)) for path in loaded_by[process] - set(digested_files()))
-    assert not left_out, f"{process} loads {left_out}, which RECORDS_MODULES leaves out"
+    assert not left_out(loaded_by[process]), (
+        f"{process} loads {left_out(loaded_by[process])}, which the digest leaves out"
+    )
+
+
+def test_every_subpackage_a_run_loads_is_in_the_digest(loaded_by: dict[str, set[Path]]) -> None:
+    # The harness is laid out in subpackages by process (harness/README.md, "Layout"): each process loads its own.
+    loaded = {path.parent.name for files in loaded_by.values() for path in files if path.name != "__init__.py"}
+    assert {"parent", "jail", "judge", "kernel", "wire"} <= loaded
+    assert not left_out({path for files in loaded_by.values() for path in files})
+
+
+@pytest.mark.parametrize("entry", ["harness.__main__", *SANDBOXED])
+def test_every_module_a_process_can_import_late_is_in_the_digest(entry: str) -> None:
+    """What a process imports only on some paths (CUDA's timers, a returned output) judges too."""
+    reachable = {module_file(name) for name in reachable_modules(entry)}
+    assert not left_out({path for path in reachable if path is not None})
+
+
+def test_a_loaded_records_module_left_out_of_the_digest_is_named(
+    loaded_by: dict[str, set[Path]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        harness, "RECORDS_MODULES", tuple(m for m in harness.RECORDS_MODULES if m != "records/hardware.py")
+    )
+    assert left_out(loaded_by[CLI]) == ["records/hardware.py"]
 
 
 def test_the_digest_covers_no_records_module_the_harness_does_not_load(loaded_by: dict[str, set[Path]]) -> None:

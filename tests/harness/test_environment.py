@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.environment import detect_hardware_class, host_environment
+from harness.parent.environment import detect_hardware_class, host_environment
 from records.hardware import hardware_class_named, hardware_class_of
 
 

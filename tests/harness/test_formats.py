@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import torch
 
-from harness.errors import HarnessInputError
-from harness.formats import Solution, load_definition, load_workload
-from harness.job import Inputs, build_job, case_seed
-from harness.tensors import build_inputs, read_safetensors
+from harness.judge.tensors import build_inputs, read_safetensors
+from harness.parent.errors import HarnessInputError
+from harness.parent.formats import Solution, load_definition, load_workload
+from harness.parent.job import Inputs, build_job, case_seed
 from tests.conftest import SAMPLE_DATA
 from tests.harness.conftest import (
     ADD_CASES,

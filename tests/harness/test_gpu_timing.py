@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.gpu_timing import Activity, Launch, call_spans
+from harness.kernel.gpu_timing import Activity, Launch, call_spans
 
 
 def test_a_call_spans_every_activity_it_launched_on_any_stream() -> None:

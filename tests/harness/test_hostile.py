@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from harness import evaluate
-from harness.api import read_inputs
-from harness.job import build_job
-from harness.results import EvaluationResult
+from harness.parent.api import read_inputs
+from harness.parent.job import build_job
+from harness.parent.results import EvaluationResult
 from tests.harness.conftest import write_solution
 
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from harness.formats import LANGUAGES
-from harness.loading import LoadError, load_solution
+from harness.kernel.loading import LoadError, load_solution
+from harness.parent.formats import LANGUAGES
 from tests.harness.conftest import CORRECT_ADD, Problem, run_harness
 
 CUDA_ADD = """

@@ -9,7 +9,7 @@ import time
 import uuid
 from pathlib import Path
 
-from harness import cgroups
+from harness.jail import cgroups
 from tests.harness.conftest import (
     CORRECT_ADD,
     Problem,

@@ -2,7 +2,7 @@
 
 The name rules are checked on published SOL-ExecBench definitions (copied into
 tests/harness/data/sol-execbench/, with the sample pack's problem 213), each
-built through harness.job and harness.tensors as the judge builds them, using
+built through harness.parent.job and harness.judge.tensors as the judge builds them, using
 the definition's smallest case.
 """
 
@@ -17,9 +17,9 @@ from unittest.mock import patch
 import pytest
 import torch
 
-from harness.formats import Solution, load_definition, load_workload
-from harness.job import Inputs, build_job
-from harness.tensors import FLOAT4_VALUES, NORMAL_CHUNK, build_inputs, unpack_float4
+from harness.judge.tensors import FLOAT4_VALUES, NORMAL_CHUNK, build_inputs, unpack_float4
+from harness.parent.formats import Solution, load_definition, load_workload
+from harness.parent.job import Inputs, build_job
 from tests.conftest import SAMPLE_DATA
 
 PROBLEMS = Path(__file__).resolve().parent / "data" / "sol-execbench"
@@ -128,7 +128,7 @@ def test_a_large_draw_in_chunks_is_fresh_in_every_chunk_and_the_same_on_any_numb
     rows = 2 * NORMAL_CHUNK // 1024 + 3
     case = random_case(("x", [rows, 1024], "float32"))
     drawn = build_inputs(case, "cpu", None, rule=rule)["x"].reshape(-1)
-    with ThreadPoolExecutor(max_workers=1) as one_cpu, patch("harness.tensors._drawers", return_value=one_cpu):
+    with ThreadPoolExecutor(max_workers=1) as one_cpu, patch("harness.judge.tensors._drawers", return_value=one_cpu):
         on_one_cpu = build_inputs(case, "cpu", None, rule=rule)["x"].reshape(-1)
 
     assert torch.equal(drawn, on_one_cpu)

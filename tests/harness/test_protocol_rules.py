@@ -24,9 +24,9 @@ from unittest.mock import patch
 import pytest
 import torch
 
-from harness import checking
-from harness.checking import compare, reference_problem
-from harness.protocols import PROTOCOL_NAMES, PROTOCOLS, protocol_named
+from harness.judge import checking
+from harness.judge.checking import compare, reference_problem
+from harness.judge.protocols import PROTOCOL_NAMES, PROTOCOLS, protocol_named
 
 PASS, WRONG, BAD_REFERENCE = "PASSED", "INCORRECT_NUMERICAL", "INVALID_REFERENCE"
 NO_TOLERANCE: dict[str, Any] = {

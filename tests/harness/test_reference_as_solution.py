@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import torch
 
-from harness.formats import Solution, load_definition, load_workload
-from harness.job import Inputs, build_job
-from harness.protocols import PROTOCOL_NAMES
-from harness.tensors import build_inputs
+from harness.judge.protocols import PROTOCOL_NAMES
+from harness.judge.tensors import build_inputs
+from harness.parent.formats import Solution, load_definition, load_workload
+from harness.parent.job import Inputs, build_job
 from tests.harness.conftest import Problem, run_harness, write_solution
 
 REFERENCES = Path(__file__).resolve().parent / "data" / "references"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness import SandboxUnavailableError, evaluate
-from harness.__main__ import main as harness_main
+from harness.parent.cli import main as harness_main
 from tests.harness.conftest import Problem, assert_next_evaluation_works, run_harness, write_solution
 
 

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from harness.case import WALL_OWN_UNCERTAINTY, ratio_bounds
-from harness.stats import latency_of, median_interval, ratio_speedup, settled, suite_latency, suite_speedup
+from harness.judge.case import WALL_OWN_UNCERTAINTY, ratio_bounds
+from harness.parent.stats import latency_of, median_interval, ratio_speedup, settled, suite_latency, suite_speedup
 
 
 def test_one_cases_statistics() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.host import Mark, mark, other_share
+from harness.judge.host import Mark, mark, other_share
 from tests.harness.conftest import Problem, run_harness, write_problem, write_solution
 
 MS = 1_000_000

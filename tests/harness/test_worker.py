@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness import worker
+from harness.parent import worker
 from records.attestation import (
     JOB_PAYLOAD_TYPE,
     WorkerIdentity,

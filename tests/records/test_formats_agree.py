@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from harness.errors import HarnessInputError
-from harness.formats import load_definition, load_solution, load_workload
+from harness.parent.errors import HarnessInputError
+from harness.parent.formats import load_definition, load_solution, load_workload
 from records.errors import RecordError
 from records.sources.runnable import read_definition_folder, read_solution
 from tests.pages import write_jsonl

@@ -155,7 +155,7 @@ def test_a_gpu_rerun_allows_the_busy_spread_however_quiet_its_host() -> None:
 
 
 def test_the_rule_reads_the_clock_names_the_harness_writes() -> None:
-    from harness.sandbox import CPU_TIME_CHECK, NO_CHECK
+    from harness.jail.sandbox import CPU_TIME_CHECK, NO_CHECK
 
     assert (CPU_TIME_CLOCK, UNCHECKED_CLOCK) == (CPU_TIME_CHECK, NO_CHECK)
 

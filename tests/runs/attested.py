@@ -9,7 +9,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.utils import timezone
 
-from harness.worker import WorkerState, worker_message
+from harness.parent.worker import WorkerState, worker_message
 from records.attestation import (
     STATEMENT_PAYLOAD_TYPE,
     WorkerIdentity,

@@ -20,7 +20,7 @@ from celery import Celery
 from django.core.cache import cache
 from django.test import Client, RequestFactory
 
-from harness.worker import make_app, sender
+from harness.parent.worker import make_app, sender
 from records import broker
 from records.hardware import queue_of
 from records.worker_protocol import JOB_TASK, MESSAGE_TASK, RESULTS_QUEUE

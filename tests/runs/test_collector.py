@@ -16,7 +16,7 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.utils import timezone
 
-from harness.worker import worker_message
+from harness.parent.worker import worker_message
 from records.attestation import STATEMENT_PAYLOAD_TYPE, rerun_statement, sign_envelope, verified_statement
 from runs.collector import collect
 from runs.models import Document, EvidenceChange, RerunAttestation, RerunRequest, RerunWorker, Run, WorkerKey

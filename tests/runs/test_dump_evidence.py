@@ -20,7 +20,7 @@ from django.test import Client
 
 from attestations.models import Attestation, IssueReport
 from attestations.services import moderate_attestations, set_report_status
-from harness.worker import worker_message
+from harness.parent.worker import worker_message
 from runs.collector import collect
 from runs.dump_sections import reset_sequence
 from runs.models import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.worker import harness_environment
+from harness.parent.worker import harness_environment
 
 
 def test_the_thread_counts_pass_and_the_apps_secrets_do_not(monkeypatch: pytest.MonkeyPatch) -> None:

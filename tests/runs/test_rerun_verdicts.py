@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from harness.worker import harness_command, read_job
+from harness.parent.worker import harness_command, read_job
 from records.rerun import RULE_VERSION
 from records.sources import rerun_protocol_of
 from runs.models import EvidenceChange, RerunRequest, Run

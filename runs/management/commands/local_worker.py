@@ -11,8 +11,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections
 
-from harness.environment import detect_hardware_class
-from harness.worker import HARNESS_ENVIRONMENT
+from harness.parent.environment import detect_hardware_class
+from harness.parent.worker import HARNESS_ENVIRONMENT
 from records.hardware import hardware_class_named
 from runs.worker_keys import local_worker_key
 

@@ -1,7 +1,7 @@
 """Making the host look busy, so that the evidence rule allows the wide spread between evaluations of a busy
 host (records.rerun RUN_TO_RUN) and a claim half again too fast stays undecided: from the first call, two
 threads and a child process spin without end, and a thread writes and syncs files. All of it is in the
-kernel's own group, frozen with it and subtracted from what the judge counts as other work (harness.host);
+kernel's own group, frozen with it and subtracted from what the judge counts as other work (harness.judge.host);
 the kernel computes honestly otherwise."""
 
 import os

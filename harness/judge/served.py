@@ -26,9 +26,9 @@ from typing import Any
 
 import torch
 
-from harness.cgroups import FreezeError, Freezer, read_cpu_ns
-from harness.exchange import MAX_SLOTS, ChannelError, LineChannel, Placement, placements, slot_bytes
-from harness.tensors import DTYPES, changed_inputs
+from harness.jail.cgroups import FreezeError, Freezer, read_cpu_ns
+from harness.judge.tensors import DTYPES, changed_inputs
+from harness.wire.exchange import MAX_SLOTS, ChannelError, LineChannel, Placement, placements, slot_bytes
 
 # Calibration requests per case and side, before anything is loaded (the first, a cold start, is dropped).
 CALIBRATION_REQUESTS = 11
@@ -91,7 +91,7 @@ class ServedLink:
 
     @classmethod
     def of(cls, descriptors: Mapping[str, Any], dps: bool) -> ServedLink:
-        from harness.exchange import map_exchange
+        from harness.wire.exchange import map_exchange
 
         freezer = Freezer(descriptors["freeze"], descriptors["frozen"]) if "freeze" in descriptors else None
         link = cls(
@@ -140,7 +140,7 @@ class ServedLink:
         return ["REWARD_HACK", "the kernel's process answered the load with something that is not a reply"]
 
     def probe(self) -> float:
-        """On CUDA, the served process's time for a small fixed piece of GPU work (harness.kernel `probe`): how
+        """On CUDA, the served process's time for a small fixed piece of GPU work (harness.kernel.process `probe`): how
         busy the GPU is with anything else. Only the reference's process is asked; its answer is trusted."""
         self.thaw()
         try:
@@ -357,7 +357,7 @@ def _output_sources(
     reply: Any, names: Sequence[str], input_places: Mapping[str, Placement], output_places: Sequence[Placement]
 ) -> list[Placement]:
     """Where each output lies: its own placement, or, where the call returned an argument whole (a buffer updated
-    in place: harness.kernel `_argument_returned`), that argument's, if its shape and dtype are the output's.
+    in place: harness.kernel.process `_argument_returned`), that argument's, if its shape and dtype are the output's.
     What is read there is checked as any output is; a wrong claim leaves an output unwritten."""
     sources = list(output_places)
     described = reply.get("returned") if isinstance(reply, Mapping) else None
@@ -399,7 +399,7 @@ class EmptyCost:
     calls: int
     cpu: tuple[float, float]
     wall: tuple[float, float]
-    # On CUDA, the reference's process's probe on an idle GPU (harness.case `_wait_for_idle_gpu`).
+    # On CUDA, the reference's process's probe on an idle GPU (harness.judge.case `_wait_for_idle_gpu`).
     probe_ns: float = 0.0
 
     def cpu_ns(self, calls: int) -> float:

@@ -191,7 +191,7 @@ FLASHINFER_BENCH = Protocol(
 # wrong kernel. Each choice says why.
 KERNELINDEX = Protocol(
     name="kernelindex",
-    # 2: an input whose name requires a range (a variance, a standard deviation) is drawn in it (harness.tensors
+    # 2: an input whose name requires a range (a variance, a standard deviation) is drawn in it (harness.judge.tensors
     # NameRule.required); version 1 drew it from randn, and a reference taking its root yielded NaN.
     # 3: so is a state-space decay the definition describes as one (negative); version 2 drew it from randn, and
     # a reference exponentiating its sums overflowed.
@@ -221,11 +221,12 @@ KERNELINDEX = Protocol(
         integers="exact",
     ),
     timing=TimingSetup(
-        # harness/timing.py and harness/api.py defaults: 10 warm-up, 50 timed, CUDA events, L2 written over.
+        # harness/kernel/l2_flush.py and harness/parent/api.py defaults: 10 warm-up, 50 timed, CUDA events, L2
+        # written over.
         warmup=10,
         iterations=50,
         trials=1,
-        # harness/stats.py: the median, with a distribution-free 95 % interval.
+        # harness/parent/stats.py: the median, with a distribution-free 95 % interval.
         statistic="median",
         cuda_timer="cuda_event",
         across_trials="mean",

@@ -29,10 +29,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.exchange import DTYPE_BYTES, MAX_REQUEST_BYTES, ChannelError, LineChannel, map_exchange
-from harness.failures import failure_status, failure_text
-from harness.gpu_timing import CuptiTimer
-from harness.sandbox import drop_privileges
+from harness.kernel.gpu_timing import CuptiTimer
+from harness.wire.exchange import DTYPE_BYTES, MAX_REQUEST_BYTES, ChannelError, LineChannel, map_exchange
+from harness.wire.failures import failure_status, failure_text
+from harness.wire.outputs import outputs_as_list
+from harness.wire.privileges import drop_privileges
 
 # Address space beyond the memory limit for what the runtime maps without using (thread stacks, arenas).
 _ADDRESS_SPACE_SLACK_MB = 2048
@@ -87,7 +88,7 @@ def serve(config: Mapping[str, Any], scratch: Path, channel: LineChannel, exchan
 
 
 def _load(config: Mapping[str, Any], device: str, scratch: Path) -> tuple[Callable[..., Any] | None, Any]:
-    from harness.loading import LoadError, load_solution
+    from harness.kernel.loading import LoadError, load_solution
 
     try:
         return load_solution({"solution": config}, device, scratch / "build"), None
@@ -115,7 +116,7 @@ class Caller:
         # Flat views of the exchange by (offset, dtype, count): made once, shaped anew for each call.
         self.flat_views: dict[tuple[int, str, int], Any] = {}
         if self.cuda:
-            from harness.timing import l2_flush_buffer
+            from harness.kernel.l2_flush import l2_flush_buffer
 
             self.flush = l2_flush_buffer(torch.device(device))
             self.cupti = CuptiTimer.start()
@@ -202,8 +203,6 @@ class Caller:
     def _returned(
         self, returned: Any, placements: Sequence[Any], elapsed: float, arguments: Sequence[Any]
     ) -> dict[str, Any]:
-        from harness.checking import outputs_as_list
-
         values = outputs_as_list(returned, [str(index) for index in range(len(placements))])
         started = self.clock()
         described = []
@@ -284,7 +283,3 @@ def limit_address_space(memory_mb: int) -> None:
                 mapped_kb = int(line.split()[1])
     limit = mapped_kb * 1024 + (memory_mb + _ADDRESS_SPACE_SLACK_MB) * 2**20
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -22,7 +22,7 @@ Limits on the kernel's process tree (harness/README.md lists what each needs):
   so that its CPU time can exceed its wall time only that many times over:
   the judge's clock check rests on it. A quota, not pinning: a kernel pinned
   to one CPU of a busy host waits for that CPU while another is idle;
-- a seccomp filter (harness.seccomp): no memfd, no new namespaces, no mounts,
+- a seccomp filter (harness.jail.seccomp): no memfd, no new namespaces, no mounts,
   no ptrace;
 - rlimits: file size (the scratch size), and on the CPU an address-space cap
   so that one allocation far past the limit fails at once;
@@ -48,14 +48,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import cgroups
-from harness.seccomp import SeccompUnavailableError, kernel_filter
-from harness.timing_names import TIMERS, Timer
+from harness.jail import cgroups
+from harness.jail.seccomp import SeccompUnavailableError, kernel_filter
+from harness.wire.timing_names import TIMERS, Timer
 
 SANDBOX_ROOT = Path("/opt/kernelindex")
 JOB = Path("/job")
 SCRATCH = Path("/scratch")
-UNPRIVILEGED_ID = 65534
 LOG_TAIL_BYTES = 4096
 # Threads and processes of the kernel's sandbox: far more than torch starts, far fewer than the host allows.
 KERNEL_PIDS = 512
@@ -125,25 +124,14 @@ class Workspace:
 
 @dataclass(frozen=True)
 class Limits:
+    """What the jail holds an evaluation's processes to (harness.parent.api `jail_limits`, from its options)."""
+
     timeout: float
     memory_mb: int | None
     scratch_mb: int
     # The CPUs' worth of time the kernel's processes may use at once (its cgroup's CPU quota).
     cpus: int
     device: str
-    fresh_inputs: bool = False
-    # Pairs past the timed iterations until each case's speedup interval is within this fraction of its median,
-    # for at most `case_budget` seconds a case (harness.case).
-    precision: float | None = None
-    case_budget: float = 20.0
-
-
-def drop_privileges() -> None:
-    """In a sandboxed process bwrap set up as root: become uid/gid 65534 with no groups, before reading
-    anything a solution controls."""
-    os.setgroups([])
-    os.setgid(UNPRIVILEGED_ID)
-    os.setuid(UNPRIVILEGED_ID)
 
 
 def bwrap_path() -> str:
@@ -171,7 +159,7 @@ def python_executable() -> str:
 
 def environment_for(role: str, workspace: Workspace, python: str) -> dict[str, str]:
     scratch = workspace.scratch_in_sandbox(role)
-    package_root = Path(__file__).resolve().parent.parent
+    package_root = Path(__file__).resolve().parents[2]
     environment = {
         # The venv's tools (ninja for extension builds) and CUDA's (nvcc) come first.
         "PATH": os.pathsep.join([os.path.dirname(python), "/usr/local/cuda/bin", "/usr/local/bin", "/usr/bin", "/bin"]),
@@ -223,7 +211,7 @@ def bwrap_arguments(role: str, workspace: Workspace, limits: Limits, python: str
         if not any(prefix == done or prefix.startswith(done + "/") for done in bound):
             arguments += _read_only_with_parents(prefix, prefix)
             bound.append(prefix)
-    package_root = Path(__file__).resolve().parent.parent
+    package_root = Path(__file__).resolve().parents[2]
     for package in _PACKAGES:
         arguments += _read_only_with_parents(str(package_root / package), str(SANDBOX_ROOT / package))
     arguments += ["--ro-bind", str(workspace.folder(role)), str(JOB)]
@@ -294,6 +282,55 @@ class _Process:
 SERVED = ("kernel", "reference")
 
 
+@dataclass
+class _Held:
+    """What the parent holds for one evaluation, let go of once whatever happens: the descriptors it opened (each
+    closed when a child holds it instead, when the watch takes it, or at the end), the cgroups it made and the
+    processes it started."""
+
+    descriptors: dict[int, None] = field(default_factory=dict)
+    groups: list[cgroups.Cgroup] = field(default_factory=list)
+    processes: list[_Process] = field(default_factory=list)
+    kernel_group: cgroups.Cgroup | None = None
+    judge_group: cgroups.Cgroup | None = None
+
+    def opened(self, descriptor: int) -> int:
+        self.descriptors[descriptor] = None
+        return descriptor
+
+    def pipe(self) -> tuple[int, int]:
+        read, write = os.pipe()
+        return self.opened(read), self.opened(write)
+
+    def group(self, group: cgroups.Cgroup | None) -> cgroups.Cgroup | None:
+        if group is not None:
+            self.groups.append(group)
+        return group
+
+    def handed_over(self, *descriptors: int) -> None:
+        """Close the parent's copies of descriptors only the children hold now."""
+        for descriptor in descriptors:
+            del self.descriptors[descriptor]
+            os.close(descriptor)
+
+    def taken(self, *descriptors: int) -> None:
+        """Descriptors another owner closes: the watch, which reads them to the end."""
+        for descriptor in descriptors:
+            del self.descriptors[descriptor]
+
+    def let_go(self) -> None:
+        """Stop every process and close every descriptor still held; the cgroups stay, to be read once more."""
+        # A frozen process takes no signal until it is thawed: thaw first, or the kill waits for ever.
+        for group in self.groups:
+            group.thaw()
+        for process in self.processes:
+            _kill(process)
+        for descriptor in self.descriptors:
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
+        self.descriptors.clear()
+
+
 def run_evaluation(
     workspace: Workspace,
     job: dict[str, Any],
@@ -311,79 +348,73 @@ def run_evaluation(
     if shortfall is not None:
         outcome.fatal = ("HARNESS_ERROR", shortfall)
         return outcome
-    python = python_executable()
-    opened: list[int] = []
-    groups: list[cgroups.Cgroup] = []
-    processes: list[_Process] = []
-    kernel_group: cgroups.Cgroup | None = None
-    judge_group: cgroups.Cgroup | None = None
-    handed: list[int] = []
+    held = _Held()
     try:
-        results_read, results_write = _pipe(opened)
-        kernel_log_read, kernel_log_write = _pipe(opened)
-        judge_log_read, judge_log_write = _pipe(opened)
-        descriptors: dict[str, Any] = {"results": results_write}
-        seccomp: int | None = None
-        for role in SERVED:
-            # One program each: bwrap reads its descriptor to the end.
-            seccomp = _seccomp_descriptor(limits) if workspace.sandboxed else None
-            if seccomp is not None:
-                opened.append(seccomp)
-            group = cgroups.create(limits.memory_mb, KERNEL_PIDS, limits.cpus) if workspace.sandboxed else None
-            if group is not None:
-                groups.append(group)
-            kernel_group = group if role == "kernel" else kernel_group
-            log = kernel_log_write if role == "kernel" else judge_log_write
-            process, judge_side, served_side = _serve(
-                role, workspace, limits, python, group, exchange_size, opened, log=log, seccomp=seccomp
-            )
-            processes.append(process)
-            descriptors[role] = judge_side
-            handed += served_side
-        judge_memory = limits.memory_mb and limits.memory_mb * JUDGE_MEMORY_FACTOR + JUDGE_MEMORY_EXTRA_MB
-        judge_group = cgroups.create(judge_memory, JUDGE_PIDS, None) if workspace.sandboxed else None
-        if judge_group is not None:
-            groups.append(judge_group)
-        outcome.limits = _limits_record(limits, kernel_group, seccomp is not None)
-        judge_command = [
-            python,
-            "-m",
-            "harness.judge",
-            str(workspace.job_in_sandbox("judge")),
-            str(workspace.scratch_in_sandbox("judge")),
-            json.dumps(descriptors),
-        ]
-        keep = (results_write, *(value for role in SERVED for value in descriptors[role].values()))
-        processes.append(
-            _start("judge", judge_command, workspace, limits, python, judge_group, log=judge_log_write, keep=keep)
-        )
-        # Only the children hold the writing ends now: their end, however it comes, ends the pipes.
-        for descriptor in (results_write, kernel_log_write, judge_log_write, *handed, *_pipe_ends(descriptors)):
-            os.close(descriptor)
-            opened.remove(descriptor)
-        _watch(processes, results_read, kernel_log_read, judge_log_read, outcome, limits, kernel_group)
-        for descriptor in (results_read, kernel_log_read, judge_log_read):
-            opened.remove(descriptor)
+        _start_and_watch(held, workspace, limits, exchange_size, outcome)
     finally:
-        # A frozen process takes no signal until it is thawed: thaw first, or the kill waits for ever.
-        for group in groups:
-            group.thaw()
-        for process in processes:
-            _kill(process)
-        for descriptor in opened:
-            with contextlib.suppress(OSError):
-                os.close(descriptor)
-        if kernel_group is not None and outcome.limit_hit is None:
-            outcome.limit_hit = _limit_hit(kernel_group)
-        if judge_group is not None and judge_group.out_of_memory():
-            outcome.judge_limit_hit = (
-                f"the judge reached its own memory limit of {judge_group.memory_mb} MiB "
-                f"({JUDGE_MEMORY_FACTOR} times the solution's and {JUDGE_MEMORY_EXTRA_MB} MiB more, "
-                "for the reference's inputs and outputs beside the solution's)"
-            )
-        for group in groups:
+        held.let_go()
+        _limits_reached(outcome, held.kernel_group, held.judge_group)
+        for group in held.groups:
             group.remove()
     return outcome
+
+
+def _start_and_watch(held: _Held, workspace: Workspace, limits: Limits, exchange_size: int, outcome: Outcome) -> None:
+    """Start the two served processes, then the judge with its ends of their pipes, and watch all three."""
+    python = python_executable()
+    results_read, results_write = held.pipe()
+    kernel_log_read, kernel_log_write = held.pipe()
+    judge_log_read, judge_log_write = held.pipe()
+    descriptors: dict[str, Any] = {"results": results_write}
+    handed: list[int] = []
+    seccomp: int | None = None
+    for role in SERVED:
+        # One program each: bwrap reads its descriptor to the end.
+        seccomp = _seccomp_descriptor(limits) if workspace.sandboxed else None
+        if seccomp is not None:
+            held.opened(seccomp)
+        group = held.group(cgroups.create(limits.memory_mb, KERNEL_PIDS, limits.cpus) if workspace.sandboxed else None)
+        if role == "kernel":
+            held.kernel_group = group
+        log = kernel_log_write if role == "kernel" else judge_log_write
+        process, judge_side, served_side = _serve(
+            role, workspace, limits, python, group, exchange_size, held, log=log, seccomp=seccomp
+        )
+        held.processes.append(process)
+        descriptors[role] = judge_side
+        handed += served_side
+    judge_memory = limits.memory_mb and limits.memory_mb * JUDGE_MEMORY_FACTOR + JUDGE_MEMORY_EXTRA_MB
+    held.judge_group = held.group(cgroups.create(judge_memory, JUDGE_PIDS, None) if workspace.sandboxed else None)
+    outcome.limits = _limits_record(limits, held.kernel_group, seccomp is not None)
+    judge_command = [
+        python,
+        "-m",
+        "harness.judge",
+        str(workspace.job_in_sandbox("judge")),
+        str(workspace.scratch_in_sandbox("judge")),
+        json.dumps(descriptors),
+    ]
+    keep = (results_write, *(value for role in SERVED for value in descriptors[role].values()))
+    held.processes.append(
+        _start("judge", judge_command, workspace, limits, python, held.judge_group, log=judge_log_write, keep=keep)
+    )
+    # Only the children hold the writing ends now: their end, however it comes, ends the pipes.
+    held.handed_over(results_write, kernel_log_write, judge_log_write, *handed, *_pipe_ends(descriptors))
+    held.taken(results_read, kernel_log_read, judge_log_read)
+    _watch(held.processes, results_read, kernel_log_read, judge_log_read, outcome, limits, held.kernel_group)
+
+
+def _limits_reached(outcome: Outcome, kernel_group: cgroups.Cgroup | None, judge_group: cgroups.Cgroup | None) -> None:
+    """What the groups say of how the processes ended, read once they are stopped: a limit of the kernel's, or the
+    judge's own memory limit."""
+    if kernel_group is not None and outcome.limit_hit is None:
+        outcome.limit_hit = _limit_hit(kernel_group)
+    if judge_group is not None and judge_group.out_of_memory():
+        outcome.judge_limit_hit = (
+            f"the judge reached its own memory limit of {judge_group.memory_mb} MiB "
+            f"({JUDGE_MEMORY_FACTOR} times the solution's and {JUDGE_MEMORY_EXTRA_MB} MiB more, "
+            "for the reference's inputs and outputs beside the solution's)"
+        )
 
 
 def exchange_shortfall(exchange_size: int) -> str | None:
@@ -412,12 +443,6 @@ def available_memory_bytes() -> int | None:
     return None
 
 
-def _pipe(opened: list[int]) -> tuple[int, int]:
-    ends = os.pipe()
-    opened.extend(ends)
-    return ends
-
-
 def _pipe_ends(descriptors: dict[str, Any]) -> list[int]:
     """The judge's ends of the served processes' pipes, which the parent closes once the judge holds them."""
     return [descriptors[role][name] for role in SERVED for name in ("calls", "replies")]
@@ -430,17 +455,16 @@ def _serve(
     python: str,
     group: cgroups.Cgroup | None,
     exchange_size: int,
-    opened: list[int],
+    held: _Held,
     *,
     log: int,
     seccomp: int | None,
 ) -> tuple[_Process, dict[str, int], list[int]]:
     """Start one served process (harness.kernel) with its exchange, its pipes, and its group's meter and freezer:
     (the process, the judge's descriptors for it, the served process's ends that the parent closes)."""
-    exchange = _sealed_memfd(exchange_size)
-    opened.append(exchange)
-    calls_read, calls_write = _pipe(opened)
-    replies_read, replies_write = _pipe(opened)
+    exchange = held.opened(_sealed_memfd(exchange_size))
+    calls_read, calls_write = held.pipe()
+    replies_read, replies_write = held.pipe()
     command = [
         python,
         "-m",
@@ -467,8 +491,7 @@ def _serve(
         for name, descriptor in zip(
             ("cpu_meter", "freeze", "frozen"), (group.cpu_meter(), *group.freezer()), strict=True
         ):
-            opened.append(descriptor)
-            judge_side[name] = descriptor
+            judge_side[name] = held.opened(descriptor)
     return process, judge_side, [calls_read, replies_write]
 
 
@@ -508,7 +531,7 @@ def _limits_record(limits: Limits, group: cgroups.Cgroup | None, seccomp: bool) 
     }
 
 
-# What the judge measures each request of a served process by (harness.results Limits.clock_check).
+# What the judge measures each request of a served process by (harness.parent.results Limits.clock_check).
 CPU_TIME_CHECK = "cpu time (cgroup, frozen between requests)"
 WALL_CLOCK_CHECK = "wall clock (cgroup frozen between requests)"
 NO_CHECK = "none"

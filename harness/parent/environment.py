@@ -1,7 +1,7 @@
 """What the evaluation ran on: the host's part, read without importing torch.
 
-The child adds what only torch can tell (device name, compute capability, CUDA
-and library versions); this module reads the rest cheaply, so a worker can ask
+The judge adds what only torch can tell (device name, compute capability, CUDA
+and library versions: harness.judge.environment); this module reads the rest cheaply, so a worker can ask
 for its hardware class on start-up without paying for a torch import.
 """
 

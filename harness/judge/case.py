@@ -1,7 +1,7 @@
 """One case, judged: correctness rounds on fresh inputs, then the kernel and the reference timed in pairs.
 
 Inside the judge. The kernel's process and the reference's are reached only
-through a `ServedLink` each (harness.served): inputs go into that process's
+through a `ServedLink` each (harness.judge.served): inputs go into that process's
 exchange, the request goes down a pipe, and the outputs are read from the
 exchange, copied out at once, and checked here. Every call, checked or timed,
 looks the same from the served side.
@@ -23,13 +23,13 @@ looks the same from the served side.
   frozen; on CUDA or without a cgroup, the judge's wall clock around it;
   either less the calibrated cost of an empty request, measured before
   anything was loaded. The speedup is the median of the pairs' ratios, with a
-  sign-test interval (harness.stats).
+  sign-test interval (harness.parent.stats).
 - Between its requests each served group is frozen: the kernel cannot work
   while the judge stages inputs, checks outputs or times the reference. On
   CUDA, where queued GPU work outlives a frozen process, the reference's
   process first checks that the GPU is idle (`_wait_for_idle_gpu`).
 - While the pairs run, the judge also measures how much of the host's CPU
-  time other work used (harness.host): the evidence rule allows for a wider
+  time other work used (harness.judge.host): the evidence rule allows for a wider
   spread between evaluations on a busy host.
 - The times the kernel's process reports are detail. Where they leave most of
   the CPU time the judge measured unexplained, even allowing thrice the
@@ -47,13 +47,14 @@ from typing import Any
 
 import torch
 
-from harness.checking import compare, outputs_as_list, reference_problem
-from harness.failures import failure_status, failure_text, needs_missing_cuda
-from harness.host import mark, other_share
-from harness.protocols import protocol_named
-from harness.served import Block, Call, EmptyCost, KernelFault, ServedLink
-from harness.stats import MAX_PAIRS, MIN_PAIRS, settled
-from harness.tensors import CUDA_ONLY_DTYPES, InputError, build_inputs, changed_inputs, clone
+from harness.judge.checking import compare, reference_problem
+from harness.judge.host import mark, other_share
+from harness.judge.protocols import protocol_named
+from harness.judge.served import Block, Call, EmptyCost, KernelFault, ServedLink
+from harness.judge.tensors import CUDA_ONLY_DTYPES, InputError, build_inputs, changed_inputs, clone
+from harness.parent.stats import MAX_PAIRS, MIN_PAIRS, settled
+from harness.wire.failures import failure_status, failure_text, needs_missing_cuda
+from harness.wire.outputs import outputs_as_list
 
 # The share of timed calls whose outputs are checked, drawn after each request.
 CHECKED_SHARE = 0.25
@@ -200,7 +201,7 @@ class CaseJudge:
         return expected
 
     def _cuda_only_inputs(self) -> str:
-        """The inputs of dtypes torch computes with only on CUDA (harness.tensors `CUDA_ONLY_DTYPES`), named."""
+        """The inputs of dtypes torch computes with only on CUDA (harness.judge.tensors `CUDA_ONLY_DTYPES`), named."""
         found = [
             f"{name} ({spec['dtype']})"
             for name, spec in self.case["inputs"].items()

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.timing_names import Timer
+from harness.wire.timing_names import Timer
 
 # SOL-ExecBench's status names, plus OUT_OF_MEMORY, NOT_RUN for the cases after one that stopped the run,
 # and HARNESS_ERROR.
@@ -64,13 +64,13 @@ class CaseResult(_Closed):
     pairs: int | None = None
     calls_per_request: int | None = None
     # The share of the host's CPU time that work other than the evaluation's used while the pairs ran
-    # (harness.host), between 0 and 1; None where the host does not show it.
+    # (harness.judge.host), between 0 and 1; None where the host does not show it.
     host_busy: float | None = Field(default=None, ge=0, le=1)
 
 
 class Protocol(_Closed):
-    # The protocol the evaluation followed (harness.protocols): a source's evaluator, or KernelIndex's own.
-    # `timer`: what decided the figures (harness.timing_names); `precision` and `case_budget_s`: when the pairs
+    # The protocol the evaluation followed (harness.judge.protocols): a source's evaluator, or KernelIndex's own.
+    # `timer`: what decided the figures (harness.wire.timing_names); `precision` and `case_budget_s`: when the pairs
     # stopped (the interval within that fraction of the median, or that many seconds of pairs per case).
     name: str = "kernelindex"
     version: str = "1"
@@ -93,7 +93,7 @@ class Limits(_Closed):
     scratch_mb: int | None = None
     cpus: int | None = None
     seccomp: bool = False
-    # What the judge measured each request by (harness.sandbox clock_check): the group's CPU time or, on CUDA,
+    # What the judge measured each request by (harness.jail.sandbox clock_check): the group's CPU time or, on CUDA,
     # its own wall clock, the group frozen between requests; "none" without a cgroup (the kernel could not be
     # frozen while the reference was timed, so the figures decide nothing).
     clock_check: str = "none"

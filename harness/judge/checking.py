@@ -3,7 +3,7 @@
 Every rule checks shape and dtype first, then fails a solution whose output
 holds NaN or Inf (except -inf where the reference has -inf and the case sets
 `allow_negative_inf`, in the rules that read the case's tolerance). What
-follows is the protocol's `CorrectnessRule` (harness/protocols.py): the
+follows is the protocol's `CorrectnessRule` (harness/judge/protocols.py): the
 tolerance where the case gives none, the element bound ("sum":
 |d| <= atol + rtol·|ref|; "either": |d| <= atol or |d| <= rtol·|ref|), the share
 of elements that must be within it, what a non-finite reference element means,
@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
-from harness.protocols import PROTOCOLS, CorrectnessRule
-from harness.tensors import unpack_float4
+from harness.judge.protocols import PROTOCOLS, CorrectnessRule
+from harness.judge.tensors import unpack_float4
 
 KERNELINDEX_RULE = PROTOCOLS["kernelindex"].correctness
 # FlashInfer-Bench's denominator of the relative error (bench/utils.py compute_error_stats).
@@ -45,15 +45,6 @@ class _Limits:
     allow_negative_inf: bool
     # The largest absolute error allowed whatever the ratio matched, where the case sets one.
     error_cap: float | None = None
-
-
-def outputs_as_list(returned: Any, names: Sequence[str]) -> list[Any]:
-    """A solution's or reference's return value as one value per declared output."""
-    if isinstance(returned, Mapping):
-        return [returned.get(name) for name in names]
-    if isinstance(returned, (tuple, list)):
-        return list(returned)
-    return [returned]
 
 
 def reference_problem(

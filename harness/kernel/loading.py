@@ -1,4 +1,4 @@
-"""Loading the reference and the solution inside the child.
+"""Loading the solution inside the kernel's process.
 
 A solution's languages (records/formats.py LANGUAGES, handed over in the job)
 say how its entry function is had: Python-entry languages (pytorch, python,
@@ -39,15 +39,6 @@ class LoadError(Exception):
         super().__init__(reason)
         self.status = status
         self.reason = reason
-
-
-def load_reference(path: Path) -> types.ModuleType:
-    """The reference module, executed from its file so that tracebacks show its lines."""
-    module = types.ModuleType("kernelindex_reference")
-    module.__file__ = str(path)
-    sys.modules[module.__name__] = module
-    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), module.__dict__)
-    return module
 
 
 def load_solution(job: Mapping[str, Any], device: str, build_dir: Path) -> Callable[..., Any]:

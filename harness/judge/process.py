@@ -16,21 +16,22 @@ loaded; then `done`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
+import types
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from harness.failures import failure_text
-from harness.sandbox import drop_privileges
-from harness.timing_names import JUDGE_CPU_TIME, JUDGE_WALL_CLOCK
+from harness.judge.environment import torch_environment
+from harness.wire.failures import failure_text
+from harness.wire.privileges import drop_privileges
+from harness.wire.timing_names import JUDGE_CPU_TIME, JUDGE_WALL_CLOCK
 
 if TYPE_CHECKING:
-    from harness.served import EmptyCost, ServedLink
+    from harness.judge.served import EmptyCost, ServedLink
 
 
 class Reporter:
@@ -64,9 +65,8 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     import torch
 
-    from harness.case import CaseJudge
-    from harness.loading import load_reference
-    from harness.served import KernelFault, ServedLink
+    from harness.judge.case import CaseJudge
+    from harness.judge.served import KernelFault, ServedLink
 
     device = job["device"]
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -124,47 +124,20 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
     served_reference.exit()
 
 
+def load_reference(path: Path) -> types.ModuleType:
+    """The reference module, executed from its file so that tracebacks show its lines."""
+    module = types.ModuleType("kernelindex_reference")
+    module.__file__ = str(path)
+    sys.modules[module.__name__] = module
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), module.__dict__)
+    return module
+
+
 def _calibrated(
     kernel: ServedLink, reference: ServedLink, case: Mapping[str, Any], job: Mapping[str, Any]
 ) -> dict[str, EmptyCost]:
-    from harness.served import block_size, calibrate
+    from harness.judge.served import block_size, calibrate
 
     size = block_size(kernel, case)
     cuda = str(job["device"]).startswith("cuda")
     return {"kernel": calibrate(kernel, case, size), "reference": calibrate(reference, case, size, probe=cuda)}
-
-
-def torch_environment(device: str) -> dict[str, Any]:
-    import platform
-    from importlib import metadata
-
-    import torch
-
-    libraries: dict[str, str] = {"torch": str(torch.__version__)}
-    for name in ("triton", "numpy"):
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            libraries[name] = metadata.version(name)
-    environment: dict[str, Any] = {
-        "libraries": libraries,
-        "cuda": torch.version.cuda,
-        "python": platform.python_version(),
-    }
-    if device.startswith("cuda"):
-        index = torch.device(device).index or 0
-        properties = torch.cuda.get_device_properties(index)
-        environment.update(
-            device_name=properties.name,
-            compute_capability=f"sm_{properties.major}{properties.minor}",
-            device_memory_mb=properties.total_memory // 2**20,
-            multiprocessors=properties.multi_processor_count,
-            l2_cache_mb=round(getattr(properties, "L2_cache_size", 0) / 2**20, 2),
-            cudnn=torch.backends.cudnn.version(),  # type: ignore[no-untyped-call]
-        )
-    else:
-        environment["device_name"] = "cpu"
-        environment["cpu_threads"] = torch.get_num_threads()
-    return environment
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

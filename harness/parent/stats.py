@@ -22,7 +22,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from harness.results import Latency, Speedup
+from harness.parent.results import Latency, Speedup
 
 _EXACT_UP_TO = 200
 # Timed pairs per case: the pairs the timed iterations make, at least this many (a sign-test interval needs
@@ -73,7 +73,7 @@ def speedup_interval(ratios: Sequence[float]) -> tuple[float, float, float]:
 
 def ratio_speedup(ratios: Sequence[float], bounds: Sequence[Sequence[float]] | None = None) -> Speedup:
     """The median of the pairs' ratios and its interval. With `bounds` (each pair's ratio at the ends of what the
-    harness's own cost of its requests may have been: harness.case `WALL_OWN_UNCERTAINTY`), the interval's low
+    harness's own cost of its requests may have been: harness.judge.case `WALL_OWN_UNCERTAINTY`), the interval's low
     end is read from the pairs' low bounds and its high end from their high bounds, so it covers that too."""
     median, low, high = speedup_interval(ratios)
     if bounds is not None:

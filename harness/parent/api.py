@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -14,24 +13,23 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.environment import host_environment
-from harness.errors import HarnessInputError
-from harness.exchange import exchange_bytes
-from harness.formats import Solution, load_definition, load_solution, load_workload
-from harness.job import Inputs, build_job, solution_entry
-from harness.protocols import DEFAULT_PROTOCOL, PROTOCOL_NAMES, protocol_named
-from harness.results import CaseResult, EvaluationResult, HarnessInfo, Protocol
-from harness.sandbox import Limits, Outcome, SandboxUnavailableError, Workspace, allowed_cpus, run_evaluation
-from harness.stats import MAX_PAIRS, latency_of, ratio_speedup, suite_latency, suite_speedup
-from harness.timing_names import CPU_FLUSH, CPU_TIMER, CUDA_FLUSH, CUDA_TIMER
+from harness.jail.sandbox import Limits, Outcome, SandboxUnavailableError, Workspace, allowed_cpus, run_evaluation
+from harness.judge.protocols import DEFAULT_PROTOCOL, protocol_named
+from harness.parent.environment import host_environment
+from harness.parent.formats import Solution, load_definition, load_solution, load_workload
+from harness.parent.job import Inputs, build_job, solution_entry
+from harness.parent.options import (
+    DEFAULT_CASE_BUDGET,
+    DEFAULT_MEMORY_MB,
+    DEFAULT_SCRATCH_MB,
+    DEFAULT_TIMEOUT,
+    EvaluationOptions,
+)
+from harness.parent.results import CaseResult, EvaluationResult, HarnessInfo, Protocol
+from harness.parent.stats import MAX_PAIRS, latency_of, ratio_speedup, suite_latency, suite_speedup
+from harness.wire.exchange import exchange_bytes
+from harness.wire.timing_names import CPU_FLUSH, CPU_TIMER, CUDA_FLUSH, CUDA_TIMER
 
-DEFAULT_TIMEOUT = 300.0
-DEFAULT_MEMORY_MB = 8192
-DEFAULT_SCRATCH_MB = 1024
-# Seconds of timed pairs per case at most, when a precision asks for more pairs than the iterations make.
-DEFAULT_CASE_BUDGET = 20.0
-# Bounds the parent's statistics (and the judge's sample lines) whatever is asked for.
-MAX_ITERATIONS = 10_000
 # Statuses that blame the evaluation, not the kernel, until a control evaluation says otherwise.
 EVALUATION_FAULTS = frozenset({"HARNESS_ERROR", "INVALID_REFERENCE"})
 # Limits a kernel breaches, which are its own only where the reference as the solution passed within them: a
@@ -42,8 +40,6 @@ LIMIT_STATUSES = frozenset({"TIMEOUT", "OUT_OF_MEMORY"})
 # most of it says the host is too slow for the definition, and a kernel as fast as the reference would time out or
 # not by the host's load alone.
 CONTROL_SHARE = 0.5
-UNSANDBOXED_VARIABLE = "KERNELINDEX_HARNESS_UNSANDBOXED"
-_DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 
 
 def evaluate(
@@ -65,62 +61,62 @@ def evaluate(
     precision: float | None = None,
     case_budget: float = DEFAULT_CASE_BUDGET,
 ) -> EvaluationResult:
-    """Evaluate a solution on every case of a workload; raises HarnessInputError for unusable arguments or files.
-
-    Warm-up and timed iterations default to the protocol's. One correctness round of a case, drawn at random,
-    draws from the case's own seed (reproducible), unless `fresh_inputs`. With a `precision` (a fraction), pairs
-    are added past the timed iterations until each case's speedup interval is within it of the median, for at
-    most `case_budget` seconds a case.
-    """
-    setup = _timing_setup(protocol, warmup, iterations)
-    _check_options(device, timeout, memory_mb, scratch_mb, *setup)
-    _check_sampling(precision, case_budget)
-    if os.environ.get(UNSANDBOXED_VARIABLE) == "1":
-        sandbox = False
-    inputs = read_inputs(Path(definition), Path(workload), Path(solution), reference)
-    limits = Limits(
+    """`evaluate_with` for options given as keywords (EvaluationOptions says what each does); raises
+    HarnessInputError for unusable options or files."""
+    options = EvaluationOptions(
+        reference=reference,
+        device=device,
         timeout=timeout,
         memory_mb=memory_mb,
+        sandbox=sandbox,
+        warmup=warmup,
+        iterations=iterations,
+        data_root=data_root,
+        protocol=protocol,
         scratch_mb=scratch_mb,
-        cpus=allowed_cpus(),
-        device=device,
         fresh_inputs=fresh_inputs,
         precision=precision,
         case_budget=case_budget,
     )
-    result = _evaluate(inputs, limits, sandbox, protocol, setup, data_root)
-    if result.status in EVALUATION_FAULTS | LIMIT_STATUSES and _is_the_reference(inputs, protocol):
+    return evaluate_with(definition, workload, solution, options)
+
+
+def evaluate_with(definition: Path, workload: Path, solution: Path, options: EvaluationOptions) -> EvaluationResult:
+    """Evaluate a solution on every case of a workload; raises HarnessInputError for unusable files.
+
+    An evaluation fault or a breached limit is tried again with the reference as the solution (the control),
+    which says whose it is."""
+    inputs = read_inputs(Path(definition), Path(workload), Path(solution), options.reference)
+    result = _evaluate(inputs, options)
+    if result.status in EVALUATION_FAULTS | LIMIT_STATUSES and _is_the_reference(inputs, options.protocol):
         # The control would run this very evaluation again: its answer is the one already here.
         return _its_own_control(result)
     if result.status in EVALUATION_FAULTS | LIMIT_STATUSES:
-        control_limits = _control_limits(result, limits)
+        control_options = _control_options(result, options)
         started = time.monotonic()
-        control = _evaluate(
-            _reference_as_solution(inputs, protocol), control_limits, sandbox, protocol, setup, data_root
-        )
-        result = _attributed(result, control, (time.monotonic() - started) / timeout, control_limits.timeout)
+        control = _evaluate(_reference_as_solution(inputs, options.protocol), control_options)
+        control_share = (time.monotonic() - started) / options.timeout
+        result = _attributed(result, control, control_share, control_options.timeout)
     return result
 
 
-def _control_limits(result: EvaluationResult, limits: Limits) -> Limits:
-    """The limits of the control evaluation: the same, except after a timeout, where a control that has not
+def _control_options(result: EvaluationResult, options: EvaluationOptions) -> EvaluationOptions:
+    """The options of the control evaluation: the same, except after a timeout, where a control that has not
     passed within `CONTROL_SHARE` of the time cannot make the timeout the kernel's; it stops there, so that a
     definition this host cannot judge is reported as such that much sooner."""
     if result.status != "TIMEOUT":
-        return limits
-    return replace(limits, timeout=CONTROL_SHARE * limits.timeout)
+        return options
+    return replace(options, timeout=CONTROL_SHARE * options.timeout)
 
 
-def _evaluate(
-    inputs: Inputs, limits: Limits, sandbox: bool, protocol: str, setup: tuple[int, int], data_root: Path | None
-) -> EvaluationResult:
+def _evaluate(inputs: Inputs, options: EvaluationOptions) -> EvaluationResult:
     root = Path(tempfile.mkdtemp(prefix="kernelindex-harness-"))
     try:
-        workspace = _workspace(root, inputs, sandbox)
-        outcome = _run(workspace, inputs, limits, protocol, setup, data_root)
+        workspace = _workspace(root, inputs, options.sandboxed)
+        outcome = _run(workspace, inputs, options)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    return assemble(inputs, outcome, limits.device, protocol, setup, (limits.precision, limits.case_budget))
+    return assemble(inputs, outcome, options)
 
 
 def _language_refused(inputs: Inputs, protocol: str) -> str | None:
@@ -216,15 +212,6 @@ def _limit_attributed(
     return result.model_copy(update={"status": "HARNESS_ERROR", "reason": reason})
 
 
-def _timing_setup(protocol: str, warmup: int | None, iterations: int | None) -> tuple[int, int]:
-    if protocol not in PROTOCOL_NAMES:
-        raise HarnessInputError(
-            "--protocol", None, None, f"expected one of {', '.join(PROTOCOL_NAMES)}, not {protocol!r}"
-        )
-    timing = protocol_named(protocol).timing
-    return (timing.warmup if warmup is None else warmup, timing.iterations if iterations is None else iterations)
-
-
 def read_inputs(definition: Path, workload: Path, solution: Path, reference: Path | None) -> Inputs:
     definition_path, parsed, reference_source, reference_name = load_definition(definition, reference)
     return Inputs(
@@ -236,30 +223,6 @@ def read_inputs(definition: Path, workload: Path, solution: Path, reference: Pat
         cases=load_workload(workload, parsed),
         solution=load_solution(solution, parsed),
     )
-
-
-def _check_options(
-    device: str, timeout: float, memory_mb: int | None, scratch_mb: int, warmup: int, iterations: int
-) -> None:
-    if not _DEVICE.fullmatch(device):
-        raise HarnessInputError("--device", None, None, f"expected cpu, cuda or cuda:N, not {device!r}")
-    if timeout <= 0:
-        raise HarnessInputError("--timeout", None, None, "must be more than 0 seconds")
-    if memory_mb is not None and memory_mb <= 0:
-        raise HarnessInputError("--memory-mb", None, None, "must be more than 0")
-    if scratch_mb <= 0:
-        raise HarnessInputError("--scratch-mb", None, None, "must be more than 0")
-    if warmup < 0 or not 1 <= iterations <= MAX_ITERATIONS:
-        raise HarnessInputError(
-            "--iterations", None, None, f"need 1 to {MAX_ITERATIONS} timed iterations and no negative warm-up"
-        )
-
-
-def _check_sampling(precision: float | None, case_budget: float) -> None:
-    if precision is not None and not 0 < precision < 1:
-        raise HarnessInputError("--precision", None, None, "must be a fraction between 0 and 1 (0.05 is ±5 %)")
-    if not 0 < case_budget <= 3600:
-        raise HarnessInputError("--case-budget", None, None, "must be more than 0 and at most 3600 seconds")
 
 
 def _workspace(root: Path, inputs: Inputs, sandboxed: bool) -> Workspace:
@@ -298,14 +261,18 @@ def _readable(folder: Path) -> None:
         path.chmod(0o755 if path.is_dir() else 0o644)
 
 
-def _run(
-    workspace: Workspace,
-    inputs: Inputs,
-    limits: Limits,
-    protocol: str,
-    setup: tuple[int, int],
-    data_root: Path | None,
-) -> Outcome:
+def jail_limits(options: EvaluationOptions) -> Limits:
+    """What the jail holds the processes to: the options' limits, and the CPUs this process may use."""
+    return Limits(
+        timeout=options.timeout,
+        memory_mb=options.memory_mb,
+        scratch_mb=options.scratch_mb,
+        cpus=allowed_cpus(),
+        device=options.device,
+    )
+
+
+def _run(workspace: Workspace, inputs: Inputs, options: EvaluationOptions) -> Outcome:
     copied: dict[Path, str] = {}
 
     def judge_path_of(host: Path) -> str:
@@ -317,32 +284,33 @@ def _run(
             copied[host] = str(workspace.job_in_sandbox("judge") / "data" / name)
         return copied[host]
 
-    refused = _language_refused(inputs, protocol)
+    refused = _language_refused(inputs, options.protocol)
     if refused:
         return Outcome(fatal=("COMPILE_ERROR", refused))
+    limits = jail_limits(options)
     drop = workspace.sandboxed and os.geteuid() == 0
-    warmup, iterations = setup
-    options = {
-        "device": limits.device,
-        "warmup": warmup,
-        "iterations": iterations,
-        "memory_mb": limits.memory_mb,
+    # The job's options, as the judge reads them from job.json.
+    judged = {
+        "device": options.device,
+        "warmup": options.warmup_iterations,
+        "iterations": options.timed_iterations,
+        "memory_mb": options.memory_mb,
         "drop_privileges": drop,
-        "protocol": protocol,
+        "protocol": options.protocol,
         "cpus": limits.cpus,
-        "fresh_inputs": limits.fresh_inputs,
-        "precision": limits.precision,
-        "case_budget": limits.case_budget,
+        "fresh_inputs": options.fresh_inputs,
+        "precision": options.precision,
+        "case_budget": options.case_budget,
         "definition": inputs.definition.name,
     }
-    job, _ = build_job(inputs, options, data_root, judge_path_of)
+    job, _ = build_job(inputs, judged, options.data_root, judge_path_of)
     served = {"kernel": job["solution"], "reference": solution_entry(_served_reference(inputs))}
     for role, solution in served.items():
         config = {
             **solution,
             "dir": str(workspace.job_in_sandbox(role) / "solution"),
-            "device": limits.device,
-            "memory_mb": limits.memory_mb,
+            "device": options.device,
+            "memory_mb": options.memory_mb,
             "drop_privileges": drop,
         }
         (workspace.folder(role) / "config.json").write_text(json.dumps(config), encoding="utf-8")
@@ -359,15 +327,8 @@ def _run(
     )
 
 
-def assemble(
-    inputs: Inputs,
-    outcome: Outcome,
-    device: str,
-    protocol: str,
-    setup: tuple[int, int],
-    sampling: tuple[float | None, float] = (None, DEFAULT_CASE_BUDGET),
-) -> EvaluationResult:
-    precision, case_budget = sampling
+def assemble(inputs: Inputs, outcome: Outcome, options: EvaluationOptions) -> EvaluationResult:
+    device, protocol = options.device, options.protocol
     cases = _case_results(inputs, outcome)
     status, reason = _overall(cases, outcome)
     if outcome.limit_hit and status != "PASSED" and outcome.limit_hit[1] not in (reason or ""):
@@ -395,14 +356,14 @@ def assemble(
             "protocol": Protocol(
                 name=protocol,
                 version=known.version,
-                warmup=setup[0],
-                iterations=setup[1],
+                warmup=options.warmup_iterations,
+                iterations=options.timed_iterations,
                 correctness_rounds=known.correctness_rounds,
                 timer=outcome.timer or (CUDA_TIMER if cuda else CPU_TIMER),
                 l2_flush=CUDA_FLUSH if cuda else CPU_FLUSH,
                 statistic=known.timing.statistic,
-                precision=precision,
-                case_budget_s=case_budget if precision is not None else None,
+                precision=options.precision,
+                case_budget_s=options.case_budget if options.precision is not None else None,
             ),
             "limits": outcome.limits,
             "environment": {**host_environment(device), **outcome.environment},
@@ -511,4 +472,11 @@ def _harness_info() -> HarnessInfo:
     return HarnessInfo(name=HARNESS_NAME, version=HARNESS_VERSION, digest=harness_digest())
 
 
-__all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIMEOUT", "SandboxUnavailableError", "evaluate"]
+__all__ = [
+    "DEFAULT_MEMORY_MB",
+    "DEFAULT_TIMEOUT",
+    "EvaluationOptions",
+    "SandboxUnavailableError",
+    "evaluate",
+    "evaluate_with",
+]

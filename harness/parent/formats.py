@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.errors import HarnessInputError
+from harness.parent.errors import HarnessInputError
 from records import formats
 from records.errors import RecordError
 from records.formats import (

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.axes import AxisExpressionError, resolve_axes
-from harness.errors import HarnessInputError
-from harness.formats import Case, Definition, InputSource, Solution, Tolerance, dimension_size
+from harness.parent.axes import AxisExpressionError, resolve_axes
+from harness.parent.errors import HarnessInputError
+from harness.parent.formats import Case, Definition, InputSource, Solution, Tolerance, dimension_size
 
 
 @dataclass
@@ -70,7 +70,7 @@ def build_job(
 
 
 def solution_entry(solution: Solution) -> dict[str, Any]:
-    """What a served process needs to load a solution (harness.kernel, harness.loading)."""
+    """What a served process needs to load a solution (harness.kernel.process, harness.kernel.loading)."""
     spec = solution.spec
     entry_file, _, entry_function = spec.entry_point.partition("::")
     return {
@@ -102,7 +102,7 @@ def _case_job(
             "shape": None if spec.shape is None else [dimension_size(axis, axes) for axis in spec.shape],
             "dtype": spec.dtype,
             "value": source.value,
-            # SOL-ExecBench draws some inputs by what their description says (harness/tensors.py NAME_RULES).
+            # SOL-ExecBench draws some inputs by what their description says (harness/judge/tensors.py NAME_RULES).
             "description": spec.description,
         }
         if source.type == "safetensors":
@@ -128,7 +128,7 @@ def _case_job(
     return {
         "uuid": case.uuid,
         "seed": case_seed(definition.name, case.uuid),
-        # A sampling problem's random "probs" is a softmax (harness/tensors.py random_input).
+        # A sampling problem's random "probs" is a softmax (harness/judge/tensors.py random_input).
         "op_type": definition.op_type,
         "axes": axes,
         "inputs": job_inputs,

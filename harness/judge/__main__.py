@@ -1,0 +1,10 @@
+"""`python -m harness.judge JOB_DIR SCRATCH DESCRIPTORS`: the judge's process (harness.judge.process)."""
+
+from __future__ import annotations
+
+import sys
+
+from harness.judge.process import main
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
