@@ -18,9 +18,12 @@ looks the same from the served side.
   precision asked for or the case's budget ends (`_timed`): seconds of the
   judge's own measure of both sides, not of wall time, which a kernel could
   spend idle to end its case early. The figure of
-  a request is the judge's own measure (`_net`): on the CPU, the CPU time of
-  the served process's cgroup over the request, read while the group is
-  frozen; on CUDA or without a cgroup, the judge's wall clock around it;
+  a request is the judge's own measure (`_net`): on the CPU, its latency, the
+  larger of the CPU time of the served process's cgroup over the request,
+  read while the group is frozen, and the judge's wall clock around it less
+  the serving thread's run-queue wait (the CPU time alone where the host
+  keeps no run-queue statistics); on CUDA or without a cgroup, the judge's
+  wall clock around it;
   either less the calibrated cost of an empty request, measured before
   anything was loaded. The speedup is the median of the pairs' ratios, with a
   sign-test interval (harness.stats).
@@ -105,6 +108,9 @@ class Pair:
     thawed_ns: float
     own_ns: float
     calls: int
+    # What the pair spent of the case's budget, per call: both sides' CPU time net of the empty cost (the wall
+    # clock where that decides the figures), never the time a kernel spends waiting.
+    spent_ns: float = 0.0
 
     @property
     def ratio(self) -> float:
@@ -129,6 +135,11 @@ class CaseJudge:
         # The judge's wall clock decides the figures on CUDA (the work is the GPU's) and where the kernel's process
         # has no cgroup to measure; elsewhere its group's CPU time does.
         self.wall_clock = self.cuda or kernel.cpu_meter is None
+        # On the CPU, a request's figure is its latency where the judge can read both serving threads' run-queue
+        # waits (both sides alike, or neither): the larger of the group's CPU time and the wall clock less that
+        # wait (`_net`). A kernel that sleeps or blocks in its calls is charged for it, one whose serving thread
+        # waits behind its own busy threads is charged their CPU time.
+        self.latency = not self.wall_clock and kernel.run_delay is not None and reference.run_delay is not None
         self.reference_run = reference_run
         self.entrypoint = entrypoint
         self.kernel = kernel
@@ -293,7 +304,7 @@ class CaseJudge:
         while True:
             pair = self._pair(size, "timed call", check_share=CHECKED_SHARE, first=len(pairs) * size)
             pairs.append(pair)
-            spent_ns += (max(pair.kernel_ns, 0.0) + max(pair.reference_ns, 0.0)) * size
+            spent_ns += pair.spent_ns * size
             if len(pairs) < minimum:
                 continue
             if len(pairs) >= MAX_PAIRS or spent_ns > budget_ns:
@@ -324,10 +335,15 @@ class CaseJudge:
         own = self._own_cost("kernel", count)
         kernel_ns = self._net(kernel, "kernel", count) / count
         reference_ns = self._net(reference, "reference", count) / count
-        slack = WALL_OWN_UNCERTAINTY if self.wall_clock else 0.0
-        sides = ((self._measured(kernel), own), (self._measured(reference), self._own_cost("reference", count)))
-        low, high = ratio_bounds(*sides, slack)
         ratio = reference_ns / kernel_ns
+        low = high = ratio
+        if self.wall_clock:
+            sides = ((self._measured(kernel), own), (self._measured(reference), self._own_cost("reference", count)))
+            low, high = ratio_bounds(*sides, WALL_OWN_UNCERTAINTY)
+        spent = kernel_ns + reference_ns
+        if self.latency:
+            spent = self._net(kernel, "kernel", count, cpu=True) + self._net(reference, "reference", count, cpu=True)
+            spent /= count
         return Pair(
             kernel_ns=kernel_ns,
             reference_ns=reference_ns,
@@ -339,6 +355,7 @@ class CaseJudge:
             thawed_ns=float(kernel.thawed_ns),
             own_ns=own,
             calls=count,
+            spent_ns=spent,
         )
 
     def _served_cpu_ns(self) -> float | None:
@@ -355,10 +372,14 @@ class CaseJudge:
         empty = self.overheads[side]
         return empty.wall_ns(calls) if self.wall_clock else empty.cpu_ns(calls)
 
-    def _net(self, block: Block, side: str, calls: int) -> float:
+    def _net(self, block: Block, side: str, calls: int, *, cpu: bool = False) -> float:
         """A request's figure: the judge's measure less the calibrated cost of an empty request of as many calls,
-        never below a small share of that cost."""
-        return net_ns(self._measured(block), self._own_cost(side, calls))
+        never below a small share of that cost. With `latency`, the larger of that and the request's latency less
+        the empty request's (`cpu`: the CPU time's alone)."""
+        figure = net_ns(self._measured(block), self._own_cost(side, calls))
+        if self.latency and not cpu and block.latency_ns is not None:
+            figure = max(figure, net_ns(float(block.latency_ns), self.overheads[side].latency_ns(calls)))
+        return figure
 
     def _kernel_block(self, input_sets: list[dict[str, Any]], what: str, check_share: float, first: int) -> Block:
         """A request of calls on fresh inputs; after it, each call's outputs checked with probability `check_share`."""

@@ -27,7 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from harness.failures import failure_text
 from harness.sandbox import drop_privileges
-from harness.timing_names import JUDGE_CPU_TIME, JUDGE_WALL_CLOCK
+from harness.timing_names import JUDGE_CPU_TIME, JUDGE_LATENCY, JUDGE_WALL_CLOCK
 
 if TYPE_CHECKING:
     from harness.served import EmptyCost, ServedLink
@@ -112,7 +112,8 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
         return
     # What decides the figures: the judge's own measure of each request, never the kernel's clock.
     cpu_time = kernel.metered and not device.startswith("cuda")
-    reporter.send("timer", name=JUDGE_CPU_TIME if cpu_time else JUDGE_WALL_CLOCK)
+    latency = cpu_time and kernel.run_delay is not None and served_reference.run_delay is not None
+    reporter.send("timer", name=JUDGE_LATENCY if latency else JUDGE_CPU_TIME if cpu_time else JUDGE_WALL_CLOCK)
     for case in job["cases"]:
         reporter.send("start", uuid=case["uuid"])
         judged = CaseJudge(job, case, reference_run, entrypoint, kernel, served_reference, overheads[case["uuid"]])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import mmap
+import os
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -69,6 +70,18 @@ class Block:
     wall_ns: int
     # From the thaw to the end of the freeze: as long as the group could run, longer than the request.
     thawed_ns: int
+    # How long the served process's serving thread waited on a run queue over the request (read frozen, before and
+    # after), where the judge holds its scheduler statistics; None where it does not, or could not read them.
+    waited_ns: int | None = None
+
+    @property
+    def latency_ns(self) -> int | None:
+        """The request's latency as the host left it to the served process: the judge's wall clock less the time
+        its serving thread waited for a CPU (the host's other work, or the group's own other threads, whose CPU
+        time the group's counter holds). Running, sleeping and blocking all count. None without the wait."""
+        if self.waited_ns is None:
+            return None
+        return self.wall_ns - min(max(self.waited_ns, 0), self.wall_ns)
 
     @property
     def reported_ns(self) -> float:
@@ -85,6 +98,8 @@ class ServedLink:
     cpu_meter: int | None
     dps: bool
     freezer: Freezer | None = None
+    # The serving thread's /proc schedstat, opened by the parent (harness.sandbox `serving_thread_schedstat`).
+    run_delay: int | None = None
     sequence: int = 0
     slot: int = 0
     timer: str = ""
@@ -100,6 +115,7 @@ class ServedLink:
             descriptors.get("cpu_meter"),
             dps,
             freezer,
+            descriptors.get("run_delay"),
         )
         link.freeze()
         return link
@@ -158,6 +174,16 @@ class ServedLink:
     def cpu_ns(self) -> int | None:
         return None if self.cpu_meter is None else read_cpu_ns(self.cpu_meter)
 
+    def waited_ns(self) -> int | None:
+        """The serving thread's run-queue wait so far (schedstat's second field), or None where it cannot be read:
+        a thread that ended (the kernel can end its own main thread) has none, and then nothing is taken off."""
+        if self.run_delay is None:
+            return None
+        try:
+            return int(os.pread(self.run_delay, 256, 0).split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+
     def slots(self, case: Mapping[str, Any]) -> int:
         return max(len(self.exchange) // slot_bytes(case), 1)
 
@@ -191,6 +217,7 @@ class ServedLink:
             prepared.append((inputs, originals, places))
         # Read frozen, so the counter is settled: the group runs only between the thaw and the freeze.
         cpu_before = self.cpu_ns()
+        waited_before = self.waited_ns()
         thawed_before = time.perf_counter_ns()
         self.thaw()
         wall_before = time.perf_counter_ns()
@@ -206,6 +233,7 @@ class ServedLink:
         self.freeze()
         thawed = time.perf_counter_ns() - thawed_before
         cpu_after = self.cpu_ns()
+        waited_after = self.waited_ns()
         if failed:
             raise failed[0]
         results = reply.get("results")
@@ -219,7 +247,11 @@ class ServedLink:
         read = [] if empty or figures_only else zip(results, prepared, strict=True)
         calls = [self._read(case, result, *setup) for result, setup in read]
         cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
-        return Block(calls=calls, cpu_ns=cpu, wall_ns=wall, thawed_ns=thawed)
+        # A wait the judge could not read where it holds the thread's statistics is no wait: nothing is taken off.
+        waited: int | None = None
+        if self.run_delay is not None:
+            waited = waited_after - waited_before if waited_before is not None and waited_after is not None else 0
+        return Block(calls=calls, cpu_ns=cpu, wall_ns=wall, thawed_ns=thawed, waited_ns=waited)
 
     def _place(
         self, case: Mapping[str, Any], inputs: Mapping[str, Any], slot: int, *, write: bool = True
@@ -399,6 +431,8 @@ class EmptyCost:
     calls: int
     cpu: tuple[float, float]
     wall: tuple[float, float]
+    # The wall clock less the serving thread's run-queue wait (`Block.latency_ns`), where the judge reads it.
+    latency: tuple[float, float] | None = None
     # On CUDA, the reference's process's probe on an idle GPU (harness.case `_wait_for_idle_gpu`).
     probe_ns: float = 0.0
 
@@ -407,6 +441,10 @@ class EmptyCost:
 
     def wall_ns(self, calls: int) -> float:
         return max(self.wall[0] + self.wall[1] * calls, 0.0)
+
+    def latency_ns(self, calls: int) -> float:
+        latency = self.latency or self.wall
+        return max(latency[0] + latency[1] * calls, 0.0)
 
 
 def calibrate(link: ServedLink, case: Mapping[str, Any], size: int, *, probe: bool = False) -> EmptyCost:
@@ -421,21 +459,33 @@ def calibrate(link: ServedLink, case: Mapping[str, Any], size: int, *, probe: bo
     }
     medians = {calls: _empty_medians(link, case, [inputs] * calls) for calls in dict.fromkeys((1, size))}
     one, most = medians[1], medians[size]
-    if size == 1:
-        cpu, wall = (0.0, one[0]), (0.0, one[1])
-    else:
-        cpu_per_call, wall_per_call = ((most[i] - one[i]) / (size - 1) for i in (0, 1))
-        cpu, wall = (one[0] - cpu_per_call, cpu_per_call), (one[1] - wall_per_call, wall_per_call)
+    cpu, wall, latency = (_fixed_and_per_call(one[i], most[i], size) for i in (0, 1, 2))
     probed = statistics.median(link.probe() for _ in range(CALIBRATION_REQUESTS)) if probe else 0.0
-    return EmptyCost(calls=size, cpu=cpu, wall=wall, probe_ns=probed)
+    waits = link.run_delay is not None
+    return EmptyCost(calls=size, cpu=cpu, wall=wall, latency=latency if waits else None, probe_ns=probed)
+
+
+def _fixed_and_per_call(one: float, most: float, size: int) -> tuple[float, float]:
+    """(fixed part, part per call) of a cost measured for requests of one call and of `size` calls."""
+    if size == 1:
+        return (0.0, one)
+    per_call = (most - one) / (size - 1)
+    return (one - per_call, per_call)
 
 
 def _empty_medians(
     link: ServedLink, case: Mapping[str, Any], input_sets: Sequence[Mapping[str, Any]]
-) -> tuple[float, float]:
-    """(CPU, wall) medians of CALIBRATION_REQUESTS requests of these empty calls, the first (cold) dropped."""
+) -> tuple[float, float, float]:
+    """(CPU, wall, latency) medians of CALIBRATION_REQUESTS requests of these empty calls, the first (cold)
+    dropped."""
     # One block at a time, and only its figures kept.
     blocks = (link.block(case, input_sets, empty=True) for _ in range(CALIBRATION_REQUESTS))
-    figures = [(block.cpu_ns, block.wall_ns) for block in blocks][1:]
-    cpu = [cpu_ns for cpu_ns, _ in figures if cpu_ns is not None]
-    return (float(statistics.median(cpu)) if cpu else 0.0, float(statistics.median(wall for _, wall in figures)))
+    figures = [(block.cpu_ns, block.wall_ns, block.latency_ns) for block in blocks][1:]
+    cpu = [cpu_ns for cpu_ns, _, _ in figures if cpu_ns is not None]
+    latency = [latency_ns for _, _, latency_ns in figures if latency_ns is not None]
+    wall = float(statistics.median(wall for _, wall, _ in figures))
+    return (
+        float(statistics.median(cpu)) if cpu else 0.0,
+        wall,
+        float(statistics.median(latency)) if latency else wall,
+    )
