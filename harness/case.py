@@ -43,6 +43,7 @@ looks the same from the served side.
 from __future__ import annotations
 
 import random
+import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -288,10 +289,9 @@ class CaseJudge:
         # modules each first launch loads: milliseconds), which would size every timed request down to one call.
         blocks = _split(warmup, max(-(-warmup // size), min(warmup, 2))) if warmup else []
         warmed = [self._pair(count, "warm-up call", check_share=0.0) for count in blocks]
+        most = size
         if warmed:
-            slower = max(warmed[-1].kernel_ns, warmed[-1].reference_ns)
-            size = max(min(-(-REQUEST_TARGET_NS // int(slower)), size), 1)
-        minimum = max(-(-iterations // size), MIN_PAIRS)
+            size = _request_size(warmed[-1:], most)
         precision = self.job.get("precision")
         budget_ns = float(self.job.get("case_budget") or 0) * 1e9
         # The budget is spent in the judge's own measure of both sides, never in wall time: a kernel that sleeps,
@@ -301,11 +301,16 @@ class CaseJudge:
         spent_ns = 0.0
         host_at_start = mark(self._served_cpu_ns())
         pairs: list[Pair] = []
+        timed_calls = 0
         while True:
-            pair = self._pair(size, "timed call", check_share=CHECKED_SHARE, first=len(pairs) * size)
+            pair = self._pair(size, "timed call", check_share=CHECKED_SHARE, first=timed_calls)
             pairs.append(pair)
+            timed_calls += size
             spent_ns += pair.spent_ns * size
-            if len(pairs) < minimum:
+            # The warm-up, whose calls nothing checks, sized the first pair alone: from then on, the timed pairs'
+            # own figures, which the kernel is judged by (`_request_size`).
+            size = _request_size(pairs, most)
+            if timed_calls < iterations or len(pairs) < MIN_PAIRS:
                 continue
             if len(pairs) >= MAX_PAIRS or spent_ns > budget_ns:
                 break
@@ -319,7 +324,7 @@ class CaseJudge:
         result["reference_samples"] = [pair.reference_ns for pair in pairs]
         result["pair_ratios"] = [pair.ratio for pair in pairs]
         result["pair_ratio_bounds"] = [[pair.low_ratio, pair.high_ratio] for pair in pairs]
-        result["calls_per_request"] = size
+        result["calls_per_request"] = statistics.median_low(pair.calls for pair in pairs)
         return result
 
     def _pair(self, count: int, what: str, *, check_share: float, first: int = 0) -> Pair:
@@ -493,6 +498,15 @@ def ratio_bounds(kernel: tuple[float, float], reference: tuple[float, float], sl
     low = net_ns(reference_measured, reference_own, 1 + slack) / net_ns(kernel_measured, kernel_own, 1 - slack)
     high = net_ns(reference_measured, reference_own, 1 - slack) / net_ns(kernel_measured, kernel_own, 1 + slack)
     return low, high
+
+
+def _request_size(pairs: Sequence[Pair], most: int) -> int:
+    """Calls for the next request of each side: as many as make about REQUEST_TARGET_NS of work on the slower side
+    by the medians of `pairs`' figures per call, within `most`. Medians: to shrink the requests (where the judge's
+    cost of a request, which a kernel's own request loop could undercut, weighs most), a kernel must be as slow as
+    that in half its pairs, where its figures are what it is judged by."""
+    slower = max(statistics.median(p.kernel_ns for p in pairs), statistics.median(p.reference_ns for p in pairs))
+    return max(min(-(-REQUEST_TARGET_NS // max(int(slower), 1)), most), 1)
 
 
 def _split(total: int, count: int) -> list[int]:

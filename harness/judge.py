@@ -131,8 +131,7 @@ def _calibrated(
     from harness.served import block_size, calibrate
 
     size = block_size(kernel, case)
-    cuda = str(job["device"]).startswith("cuda")
-    return {"kernel": calibrate(kernel, case, size), "reference": calibrate(reference, case, size, probe=cuda)}
+    return calibrate(kernel, reference, case, size, probe=str(job["device"]).startswith("cuda"))
 
 
 def torch_environment(device: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import random
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -193,6 +194,7 @@ class ServedLink:
         input_sets: Sequence[Mapping[str, Any]],
         *,
         empty: bool = False,
+        staged: bool = False,
         slot: int | None = None,
         meanwhile: Callable[[], None] | None = None,
         figures_only: bool = False,
@@ -205,7 +207,10 @@ class ServedLink:
         raised once the reply is in and the group frozen again, before the calls' results are read.
 
         `figures_only`: the calls' outputs are not wanted (the reference's timed requests): each reply is checked
-        for an error, and nothing is copied out of the exchange or compared with the inputs."""
+        for an error, and nothing is copied out of the exchange or compared with the inputs.
+
+        `staged` (empty calls, to calibrate): the judge writes each call's inputs and resets its outputs as for
+        a timed request (zeros: an empty call reads nothing), so the request runs as cold as a timed one."""
         if len(input_sets) >= self.slots(case) or (slot is not None and len(input_sets) != 1):
             raise ValueError("a block of more calls than the exchange has slots for, less one")
         requests, prepared = [], []
@@ -213,6 +218,8 @@ class ServedLink:
             self.slot = (self.slot + 1) % self.slots(case) if slot is None else slot % self.slots(case)
             # An empty call reads no input and leaves its outputs alone: nothing of them is written or read back.
             request, originals, places = self._place(case, inputs, self.slot, write=not empty)
+            if empty and staged:
+                self._stage(places)
             requests.append(request)
             prepared.append((inputs, originals, places))
         # Read frozen, so the counter is settled: the group runs only between the thaw and the freeze.
@@ -273,6 +280,15 @@ class ServedLink:
         ]
         request = {"args": arguments, "outs": [[p.offset, p.shape, p.dtype, p.nbytes] for p in output_places]}
         return request, originals, (places, output_places)
+
+    def _stage(self, places: tuple[dict[str, Placement], list[Placement]]) -> None:
+        """What staging a timed request writes, for an empty call: every input's bytes and every output reset."""
+        inputs, outputs = places
+        for place in inputs.values():
+            if place.nbytes:
+                torch.frombuffer(self.exchange, dtype=torch.uint8, count=place.nbytes, offset=place.offset).zero_()
+        for place in outputs:
+            _reset(self._view(place))
 
     def _read(
         self,
@@ -447,9 +463,17 @@ class EmptyCost:
         return max(latency[0] + latency[1] * calls, 0.0)
 
 
-def calibrate(link: ServedLink, case: Mapping[str, Any], size: int, *, probe: bool = False) -> EmptyCost:
-    """The harness's own cost of requests of up to `size` empty calls of this case, CPU and wall; with `probe`
-    (the reference's process, on CUDA), the idle GPU's probe time too."""
+def calibrate(
+    kernel: ServedLink, reference: ServedLink, case: Mapping[str, Any], size: int, *, probe: bool = False
+) -> dict[str, EmptyCost]:
+    """The harness's own cost of requests of up to `size` empty calls of this case, CPU, wall and latency, for
+    each side (`kernel`, `reference`); with `probe` (on CUDA), the reference's process's idle GPU probe time too.
+
+    Measured the way timed requests run: in pairs, one request to each side in an order drawn per pair, each
+    staged as a timed request is (inputs written, outputs reset), so that each side's request follows the other
+    side's and the judge's writes, as cold as a timed one. A calibration made warm (each side's requests back to
+    back, nothing written between them) cost less than the same loop cold, and a kernel whose own request loop
+    was leaner than the harness's cold one gained the difference on every timed request."""
     # Placeholders: an empty call reads no input. Never filled: torch fills no packed 4-bit float on the CPU.
     inputs = {
         name: spec["value"]
@@ -457,12 +481,19 @@ def calibrate(link: ServedLink, case: Mapping[str, Any], size: int, *, probe: bo
         else torch.empty(spec["shape"] or [], dtype=DTYPES[spec["dtype"]])
         for name, spec in case["inputs"].items()
     }
-    medians = {calls: _empty_medians(link, case, [inputs] * calls) for calls in dict.fromkeys((1, size))}
-    one, most = medians[1], medians[size]
-    cpu, wall, latency = (_fixed_and_per_call(one[i], most[i], size) for i in (0, 1, 2))
-    probed = statistics.median(link.probe() for _ in range(CALIBRATION_REQUESTS)) if probe else 0.0
-    waits = link.run_delay is not None
-    return EmptyCost(calls=size, cpu=cpu, wall=wall, latency=latency if waits else None, probe_ns=probed)
+    links = {"kernel": kernel, "reference": reference}
+    medians = {calls: _empty_medians(links, case, [inputs] * calls) for calls in dict.fromkeys((1, size))}
+    costs = {}
+    for side, link in links.items():
+        one, most = medians[1][side], medians[size][side]
+        cpu, wall, latency = (_fixed_and_per_call(one[i], most[i], size) for i in (0, 1, 2))
+        # Only the reference's process is asked (harness.case `_wait_for_idle_gpu`).
+        probed = 0.0
+        if probe and side == "reference":
+            probed = statistics.median(link.probe() for _ in range(CALIBRATION_REQUESTS))
+        waits = link.run_delay is not None
+        costs[side] = EmptyCost(calls=size, cpu=cpu, wall=wall, latency=latency if waits else None, probe_ns=probed)
+    return costs
 
 
 def _fixed_and_per_call(one: float, most: float, size: int) -> tuple[float, float]:
@@ -474,18 +505,29 @@ def _fixed_and_per_call(one: float, most: float, size: int) -> tuple[float, floa
 
 
 def _empty_medians(
-    link: ServedLink, case: Mapping[str, Any], input_sets: Sequence[Mapping[str, Any]]
-) -> tuple[float, float, float]:
-    """(CPU, wall, latency) medians of CALIBRATION_REQUESTS requests of these empty calls, the first (cold)
-    dropped."""
-    # One block at a time, and only its figures kept.
-    blocks = (link.block(case, input_sets, empty=True) for _ in range(CALIBRATION_REQUESTS))
-    figures = [(block.cpu_ns, block.wall_ns, block.latency_ns) for block in blocks][1:]
-    cpu = [cpu_ns for cpu_ns, _, _ in figures if cpu_ns is not None]
-    latency = [latency_ns for _, _, latency_ns in figures if latency_ns is not None]
-    wall = float(statistics.median(wall for _, wall, _ in figures))
-    return (
-        float(statistics.median(cpu)) if cpu else 0.0,
-        wall,
-        float(statistics.median(latency)) if latency else wall,
-    )
+    links: Mapping[str, ServedLink], case: Mapping[str, Any], input_sets: Sequence[Mapping[str, Any]]
+) -> dict[str, tuple[float, float, float]]:
+    """Per side, the (CPU, wall, latency) medians of CALIBRATION_REQUESTS pairs of requests of these empty calls,
+    staged, in an order drawn per pair; the first pair (cold from the start) dropped."""
+    figures: dict[str, list[tuple[int | None, int, int | None]]] = {side: [] for side in links}
+    for _ in range(CALIBRATION_REQUESTS):
+        order = list(links)
+        _order.shuffle(order)
+        for side in order:
+            block = links[side].block(case, input_sets, empty=True, staged=True)
+            figures[side].append((block.cpu_ns, block.wall_ns, block.latency_ns))
+    medians = {}
+    for side, measured in figures.items():
+        kept = measured[1:]
+        cpu = [cpu_ns for cpu_ns, _, _ in kept if cpu_ns is not None]
+        latency = [latency_ns for _, _, latency_ns in kept if latency_ns is not None]
+        wall = float(statistics.median(wall for _, wall, _ in kept))
+        medians[side] = (
+            float(statistics.median(cpu)) if cpu else 0.0,
+            wall,
+            float(statistics.median(latency)) if latency else wall,
+        )
+    return medians
+
+
+_order = random.SystemRandom()
