@@ -209,7 +209,7 @@ class Measured:
     @property
     def run_to_run(self) -> float:
         """The spread between whole evaluations of one kernel that this rerun's host allows for."""
-        return RUN_TO_RUN_QUIET if self.clock_check == CPU_TIME_CLOCK and self._quiet else RUN_TO_RUN
+        return RUN_TO_RUN_QUIET if self.clock_check in CPU_CLOCKS and self._quiet else RUN_TO_RUN
 
     @property
     def _quiet(self) -> bool:
@@ -334,9 +334,15 @@ def measured_from_run(run_spec: Mapping[str, Any]) -> Measured:
 
 
 # harness/parent/results.py Limits.clock_check (harness.jail.sandbox's names): the evaluation had no cgroup to
-# measure the kernel's CPU time by; the judge measured each request by the served group's CPU time.
+# measure the kernel's CPU time by; the judge measured each request by the served group's CPU time (results before
+# harness 0.3.0, and hosts that keep no run-queue statistics); by its latency, the larger of that CPU time and its
+# wall clock less the serving thread's run-queue wait (harness 0.3.0 on). Both are measures of the CPU's host, whose
+# quiet-host spread (RUN_TO_RUN_QUIET) applies; a latency differs from the CPU time only where a kernel sleeps or
+# blocks, which a quiet host does not make noisier.
 UNCHECKED_CLOCK = "none"
 CPU_TIME_CLOCK = "cpu time (cgroup, frozen between requests)"
+LATENCY_CLOCK = "latency (cgroup cpu time, or wall clock less run-queue wait; frozen between requests)"
+CPU_CLOCKS = frozenset({CPU_TIME_CLOCK, LATENCY_CLOCK})
 
 
 def verdict(claim: Claim, measured: Measured, tolerance: float, *, own_hardware: bool = True) -> Verdict:

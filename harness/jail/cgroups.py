@@ -67,6 +67,10 @@ class Cgroup:
         folder = self.folders["cpu"]
         return os.open(folder / "cgroup.freeze", os.O_WRONLY), os.open(folder / "cgroup.events", os.O_RDONLY)
 
+    def processes(self) -> list[int]:
+        """The processes in the group now (their thread-group ids)."""
+        return _pids(self.folders["pids"])
+
     def out_of_memory(self) -> bool:
         if self.version == 1:
             return _counter(self.folders["memory"] / "memory.oom_control", "oom_kill") > 0

@@ -68,6 +68,9 @@ EXCHANGE_SHARE_OF_AVAILABLE = 0.5
 MAX_EVENT_LINE = 4 * 2**20
 MAX_EVENT_BYTES = 64 * 2**20
 _POLL_SECONDS = 0.05
+# How long a served process may take to start (bwrap's setup, then exec) before the judge goes without its
+# serving thread's run-queue wait.
+SERVED_START_SECONDS = 10.0
 _MEMORY_EVERY_SECONDS = 0.1
 _DRAIN_SECONDS = 2.0
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
@@ -385,7 +388,8 @@ def _start_and_watch(held: _Held, workspace: Workspace, limits: Limits, exchange
         handed += served_side
     judge_memory = limits.memory_mb and limits.memory_mb * JUDGE_MEMORY_FACTOR + JUDGE_MEMORY_EXTRA_MB
     held.judge_group = held.group(cgroups.create(judge_memory, JUDGE_PIDS, None) if workspace.sandboxed else None)
-    outcome.limits = _limits_record(limits, held.kernel_group, seccomp is not None)
+    latency = all("run_delay" in descriptors[role] for role in SERVED)
+    outcome.limits = _limits_record(limits, held.kernel_group, seccomp is not None, latency)
     judge_command = [
         python,
         "-m",
@@ -492,7 +496,33 @@ def _serve(
             ("cpu_meter", "freeze", "frozen"), (group.cpu_meter(), *group.freezer()), strict=True
         ):
             judge_side[name] = held.opened(descriptor)
+        run_delay = serving_thread_schedstat(group, command)
+        if run_delay is not None:
+            judge_side["run_delay"] = held.opened(run_delay)
     return process, judge_side, [calls_read, replies_write]
+
+
+def serving_thread_schedstat(group: cgroups.Cgroup, command: list[str]) -> int | None:
+    """A descriptor of the scheduler's statistics of the thread that serves the judge's requests: the served
+    process's main thread (harness.kernel `serve` answers on it), whose run-queue wait the judge takes off its wall
+    clock (harness.judge.served `Block.latency_ns`). Found here, by the parent, in the group's processes as the one that
+    runs `command` itself (bwrap's own processes carry it among their arguments), once it has started and before
+    the judge is (so before any solution code is loaded): the judge, in a PID namespace of its own, cannot name
+    it, and the kernel is never asked. None where the host keeps no such statistics (a kernel without
+    CONFIG_SCHED_INFO) or the process did not start in time: the judge then measures CPU time alone."""
+    wanted = "\0".join(command).encode() + b"\0"
+    deadline = time.monotonic() + SERVED_START_SECONDS
+    while time.monotonic() < deadline:
+        for pid in group.processes():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                    if cmdline.read() != wanted:
+                        continue
+                return os.open(f"/proc/{pid}/task/{pid}/schedstat", os.O_RDONLY)
+            except OSError:
+                continue
+        time.sleep(0.005)
+    return None
 
 
 def _sealed_memfd(size: int) -> int:
@@ -519,7 +549,7 @@ def _seccomp_descriptor(limits: Limits) -> int | None:
     return descriptor
 
 
-def _limits_record(limits: Limits, group: cgroups.Cgroup | None, seccomp: bool) -> dict[str, Any]:
+def _limits_record(limits: Limits, group: cgroups.Cgroup | None, seccomp: bool, latency: bool) -> dict[str, Any]:
     return {
         "memory_mb": limits.memory_mb,
         "memory": "cgroup" if group and limits.memory_mb else "rss watchdog" if limits.memory_mb else "none",
@@ -527,20 +557,26 @@ def _limits_record(limits: Limits, group: cgroups.Cgroup | None, seccomp: bool) 
         "scratch_mb": limits.scratch_mb,
         "cpus": limits.cpus if group else None,
         "seccomp": seccomp,
-        "clock_check": clock_check(limits.device, group is not None),
+        "clock_check": clock_check(limits.device, group is not None, latency),
     }
 
 
-# What the judge measures each request of a served process by (harness.parent.results Limits.clock_check).
+# What the judge measures each request of a served process by (harness.parent.results Limits.clock_check). On the
+# CPU, a request's latency: the larger of the group's CPU time and the judge's wall clock less the serving thread's
+# run-queue wait (`LATENCY_CHECK`); where the host keeps no run-queue statistics, its CPU time alone (sleeping and
+# blocking then cost a kernel nothing, and the page names the figure CPU time).
+LATENCY_CHECK = "latency (cgroup cpu time, or wall clock less run-queue wait; frozen between requests)"
 CPU_TIME_CHECK = "cpu time (cgroup, frozen between requests)"
 WALL_CLOCK_CHECK = "wall clock (cgroup frozen between requests)"
 NO_CHECK = "none"
 
 
-def clock_check(device: str, grouped: bool) -> str:
+def clock_check(device: str, grouped: bool, latency: bool = False) -> str:
     if not grouped:
         return NO_CHECK
-    return WALL_CLOCK_CHECK if device.startswith("cuda") else CPU_TIME_CHECK
+    if device.startswith("cuda"):
+        return WALL_CLOCK_CHECK
+    return LATENCY_CHECK if latency else CPU_TIME_CHECK
 
 
 def _start(

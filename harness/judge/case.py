@@ -18,9 +18,12 @@ looks the same from the served side.
   precision asked for or the case's budget ends (`_timed`): seconds of the
   judge's own measure of both sides, not of wall time, which a kernel could
   spend idle to end its case early. The figure of
-  a request is the judge's own measure (`_net`): on the CPU, the CPU time of
-  the served process's cgroup over the request, read while the group is
-  frozen; on CUDA or without a cgroup, the judge's wall clock around it;
+  a request is the judge's own measure (`_net`): on the CPU, its latency, the
+  larger of the CPU time of the served process's cgroup over the request,
+  read while the group is frozen, and the judge's wall clock around it less
+  the serving thread's run-queue wait (the CPU time alone where the host
+  keeps no run-queue statistics); on CUDA or without a cgroup, the judge's
+  wall clock around it;
   either less the calibrated cost of an empty request, measured before
   anything was loaded. The speedup is the median of the pairs' ratios, with a
   sign-test interval (harness.parent.stats).
@@ -40,6 +43,7 @@ looks the same from the served side.
 from __future__ import annotations
 
 import random
+import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -106,6 +110,9 @@ class Pair:
     thawed_ns: float
     own_ns: float
     calls: int
+    # What the pair spent of the case's budget, per call: both sides' CPU time net of the empty cost (the wall
+    # clock where that decides the figures), never the time a kernel spends waiting.
+    spent_ns: float = 0.0
 
     @property
     def ratio(self) -> float:
@@ -130,6 +137,11 @@ class CaseJudge:
         # The judge's wall clock decides the figures on CUDA (the work is the GPU's) and where the kernel's process
         # has no cgroup to measure; elsewhere its group's CPU time does.
         self.wall_clock = self.cuda or kernel.cpu_meter is None
+        # On the CPU, a request's figure is its latency where the judge can read both serving threads' run-queue
+        # waits (both sides alike, or neither): the larger of the group's CPU time and the wall clock less that
+        # wait (`_net`). A kernel that sleeps or blocks in its calls is charged for it, one whose serving thread
+        # waits behind its own busy threads is charged their CPU time.
+        self.latency = not self.wall_clock and kernel.run_delay is not None and reference.run_delay is not None
         self.reference_run = reference_run
         self.entrypoint = entrypoint
         self.kernel = kernel
@@ -278,10 +290,9 @@ class CaseJudge:
         # modules each first launch loads: milliseconds), which would size every timed request down to one call.
         blocks = _split(warmup, max(-(-warmup // size), min(warmup, 2))) if warmup else []
         warmed = [self._pair(count, "warm-up call", check_share=0.0) for count in blocks]
+        most = size
         if warmed:
-            slower = max(warmed[-1].kernel_ns, warmed[-1].reference_ns)
-            size = max(min(-(-REQUEST_TARGET_NS // int(slower)), size), 1)
-        minimum = max(-(-iterations // size), MIN_PAIRS)
+            size = _request_size(warmed[-1:], most)
         precision = self.job.get("precision")
         budget_ns = float(self.job.get("case_budget") or 0) * 1e9
         # The budget is spent in the judge's own measure of both sides, never in wall time: a kernel that sleeps,
@@ -291,11 +302,16 @@ class CaseJudge:
         spent_ns = 0.0
         host_at_start = mark(self._served_cpu_ns())
         pairs: list[Pair] = []
+        timed_calls = 0
         while True:
-            pair = self._pair(size, "timed call", check_share=CHECKED_SHARE, first=len(pairs) * size)
+            pair = self._pair(size, "timed call", check_share=CHECKED_SHARE, first=timed_calls)
             pairs.append(pair)
-            spent_ns += (max(pair.kernel_ns, 0.0) + max(pair.reference_ns, 0.0)) * size
-            if len(pairs) < minimum:
+            timed_calls += size
+            spent_ns += pair.spent_ns * size
+            # The warm-up, whose calls nothing checks, sized the first pair alone: from then on, the timed pairs'
+            # own figures, which the kernel is judged by (`_request_size`).
+            size = _request_size(pairs, most)
+            if timed_calls < iterations or len(pairs) < MIN_PAIRS:
                 continue
             if len(pairs) >= MAX_PAIRS or spent_ns > budget_ns:
                 break
@@ -309,7 +325,7 @@ class CaseJudge:
         result["reference_samples"] = [pair.reference_ns for pair in pairs]
         result["pair_ratios"] = [pair.ratio for pair in pairs]
         result["pair_ratio_bounds"] = [[pair.low_ratio, pair.high_ratio] for pair in pairs]
-        result["calls_per_request"] = size
+        result["calls_per_request"] = statistics.median_low(pair.calls for pair in pairs)
         return result
 
     def _pair(self, count: int, what: str, *, check_share: float, first: int = 0) -> Pair:
@@ -325,10 +341,15 @@ class CaseJudge:
         own = self._own_cost("kernel", count)
         kernel_ns = self._net(kernel, "kernel", count) / count
         reference_ns = self._net(reference, "reference", count) / count
-        slack = WALL_OWN_UNCERTAINTY if self.wall_clock else 0.0
-        sides = ((self._measured(kernel), own), (self._measured(reference), self._own_cost("reference", count)))
-        low, high = ratio_bounds(*sides, slack)
         ratio = reference_ns / kernel_ns
+        low = high = ratio
+        if self.wall_clock:
+            sides = ((self._measured(kernel), own), (self._measured(reference), self._own_cost("reference", count)))
+            low, high = ratio_bounds(*sides, WALL_OWN_UNCERTAINTY)
+        spent = kernel_ns + reference_ns
+        if self.latency:
+            spent = self._net(kernel, "kernel", count, cpu=True) + self._net(reference, "reference", count, cpu=True)
+            spent /= count
         return Pair(
             kernel_ns=kernel_ns,
             reference_ns=reference_ns,
@@ -340,6 +361,7 @@ class CaseJudge:
             thawed_ns=float(kernel.thawed_ns),
             own_ns=own,
             calls=count,
+            spent_ns=spent,
         )
 
     def _served_cpu_ns(self) -> float | None:
@@ -356,10 +378,14 @@ class CaseJudge:
         empty = self.overheads[side]
         return empty.wall_ns(calls) if self.wall_clock else empty.cpu_ns(calls)
 
-    def _net(self, block: Block, side: str, calls: int) -> float:
+    def _net(self, block: Block, side: str, calls: int, *, cpu: bool = False) -> float:
         """A request's figure: the judge's measure less the calibrated cost of an empty request of as many calls,
-        never below a small share of that cost."""
-        return net_ns(self._measured(block), self._own_cost(side, calls))
+        never below a small share of that cost. With `latency`, the larger of that and the request's latency less
+        the empty request's (`cpu`: the CPU time's alone)."""
+        figure = net_ns(self._measured(block), self._own_cost(side, calls))
+        if self.latency and not cpu and block.latency_ns is not None:
+            figure = max(figure, net_ns(float(block.latency_ns), self.overheads[side].latency_ns(calls)))
+        return figure
 
     def _kernel_block(self, input_sets: list[dict[str, Any]], what: str, check_share: float, first: int) -> Block:
         """A request of calls on fresh inputs; after it, each call's outputs checked with probability `check_share`."""
@@ -473,6 +499,15 @@ def ratio_bounds(kernel: tuple[float, float], reference: tuple[float, float], sl
     low = net_ns(reference_measured, reference_own, 1 + slack) / net_ns(kernel_measured, kernel_own, 1 - slack)
     high = net_ns(reference_measured, reference_own, 1 - slack) / net_ns(kernel_measured, kernel_own, 1 + slack)
     return low, high
+
+
+def _request_size(pairs: Sequence[Pair], most: int) -> int:
+    """Calls for the next request of each side: as many as make about REQUEST_TARGET_NS of work on the slower side
+    by the medians of `pairs`' figures per call, within `most`. Medians: to shrink the requests (where the judge's
+    cost of a request, which a kernel's own request loop could undercut, weighs most), a kernel must be as slow as
+    that in half its pairs, where its figures are what it is judged by."""
+    slower = max(statistics.median(p.kernel_ns for p in pairs), statistics.median(p.reference_ns for p in pairs))
+    return max(min(-(-REQUEST_TARGET_NS // max(int(slower), 1)), most), 1)
 
 
 def _split(total: int, count: int) -> list[int]:

@@ -28,7 +28,7 @@ from typing import IO, TYPE_CHECKING, Any
 from harness.judge.environment import torch_environment
 from harness.wire.failures import failure_text
 from harness.wire.privileges import drop_privileges
-from harness.wire.timing_names import JUDGE_CPU_TIME, JUDGE_WALL_CLOCK
+from harness.wire.timing_names import JUDGE_CPU_TIME, JUDGE_LATENCY, JUDGE_WALL_CLOCK
 
 if TYPE_CHECKING:
     from harness.judge.served import EmptyCost, ServedLink
@@ -112,7 +112,8 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
         return
     # What decides the figures: the judge's own measure of each request, never the kernel's clock.
     cpu_time = kernel.metered and not device.startswith("cuda")
-    reporter.send("timer", name=JUDGE_CPU_TIME if cpu_time else JUDGE_WALL_CLOCK)
+    latency = cpu_time and kernel.run_delay is not None and served_reference.run_delay is not None
+    reporter.send("timer", name=JUDGE_LATENCY if latency else JUDGE_CPU_TIME if cpu_time else JUDGE_WALL_CLOCK)
     for case in job["cases"]:
         reporter.send("start", uuid=case["uuid"])
         judged = CaseJudge(job, case, reference_run, entrypoint, kernel, served_reference, overheads[case["uuid"]])
@@ -139,5 +140,8 @@ def _calibrated(
     from harness.judge.served import block_size, calibrate
 
     size = block_size(kernel, case)
-    cuda = str(job["device"]).startswith("cuda")
-    return {"kernel": calibrate(kernel, case, size), "reference": calibrate(reference, case, size, probe=cuda)}
+    return calibrate(kernel, reference, case, size, probe=str(job["device"]).startswith("cuda"))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import mmap
+import os
+import random
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +34,8 @@ from harness.wire.exchange import MAX_SLOTS, ChannelError, LineChannel, Placemen
 
 # Calibration requests per case and side, before anything is loaded (the first, a cold start, is dropped).
 CALIBRATION_REQUESTS = 11
+# What the judge writes into the exchange for each empty call of a calibration request, at most (`_stage`).
+STAGED_BYTES = 64 * 2**20
 
 
 class KernelFault(Exception):  # noqa: N818 (a fault, not an error of the harness)
@@ -69,10 +73,38 @@ class Block:
     wall_ns: int
     # From the thaw to the end of the freeze: as long as the group could run, longer than the request.
     thawed_ns: int
+    # How long the served process's serving thread waited on a run queue over the request (read frozen, before and
+    # after), and the judge's own thread while it waited for the reply (own_waited_ns), where the judge holds the
+    # serving thread's scheduler statistics; None where it does not.
+    waited_ns: int | None = None
+
+    @property
+    def latency_ns(self) -> int | None:
+        """The request's latency as the host left it to the served process: the judge's wall clock less the time
+        its serving thread waited for a CPU (the host's other work, or the group's own other threads, whose CPU
+        time the group's counter holds). Running, sleeping and blocking all count. None without the wait."""
+        if self.waited_ns is None:
+            return None
+        return self.wall_ns - min(max(self.waited_ns, 0), self.wall_ns)
 
     @property
     def reported_ns(self) -> float:
         return sum(call.reported_ns for call in self.calls)
+
+
+def own_waited_ns() -> int:
+    """How long the judge's own thread has waited on a run queue (its schedstat), 0 where it cannot tell.
+
+    On a busy host the judge waits for a CPU before it reads a reply, and that wait lies in its wall clock around
+    the request though the served process was done: it is the host's, not the kernel's, and taken off with the
+    serving thread's own wait (Block.waited_ns). The two do not overlap: the judge is blocked on the reply while
+    the served thread runs or waits. A kernel can lengthen it only by keeping the CPUs busy, whose CPU time is its
+    group's, and a request's figure is never below that (case.py)."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as schedstat:
+            return int(schedstat.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 @dataclass
@@ -85,6 +117,8 @@ class ServedLink:
     cpu_meter: int | None
     dps: bool
     freezer: Freezer | None = None
+    # The serving thread's /proc schedstat, opened by the parent (harness.jail.sandbox `serving_thread_schedstat`).
+    run_delay: int | None = None
     sequence: int = 0
     slot: int = 0
     timer: str = ""
@@ -100,6 +134,7 @@ class ServedLink:
             descriptors.get("cpu_meter"),
             dps,
             freezer,
+            descriptors.get("run_delay"),
         )
         link.freeze()
         return link
@@ -158,6 +193,16 @@ class ServedLink:
     def cpu_ns(self) -> int | None:
         return None if self.cpu_meter is None else read_cpu_ns(self.cpu_meter)
 
+    def waited_ns(self) -> int | None:
+        """The serving thread's run-queue wait so far (schedstat's second field), or None where it cannot be read:
+        a thread that ended (the kernel can end its own main thread) has none, and then nothing is taken off."""
+        if self.run_delay is None:
+            return None
+        try:
+            return int(os.pread(self.run_delay, 256, 0).split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+
     def slots(self, case: Mapping[str, Any]) -> int:
         return max(len(self.exchange) // slot_bytes(case), 1)
 
@@ -167,6 +212,7 @@ class ServedLink:
         input_sets: Sequence[Mapping[str, Any]],
         *,
         empty: bool = False,
+        staged: bool = False,
         slot: int | None = None,
         meanwhile: Callable[[], None] | None = None,
         figures_only: bool = False,
@@ -179,7 +225,10 @@ class ServedLink:
         raised once the reply is in and the group frozen again, before the calls' results are read.
 
         `figures_only`: the calls' outputs are not wanted (the reference's timed requests): each reply is checked
-        for an error, and nothing is copied out of the exchange or compared with the inputs."""
+        for an error, and nothing is copied out of the exchange or compared with the inputs.
+
+        `staged` (empty calls, to calibrate): the judge writes each call's inputs and resets its outputs as for
+        a timed request (zeros: an empty call reads nothing), so the request runs as cold as a timed one."""
         if len(input_sets) >= self.slots(case) or (slot is not None and len(input_sets) != 1):
             raise ValueError("a block of more calls than the exchange has slots for, less one")
         requests, prepared = [], []
@@ -187,12 +236,16 @@ class ServedLink:
             self.slot = (self.slot + 1) % self.slots(case) if slot is None else slot % self.slots(case)
             # An empty call reads no input and leaves its outputs alone: nothing of them is written or read back.
             request, originals, places = self._place(case, inputs, self.slot, write=not empty)
+            if empty and staged:
+                self._stage(places)
             requests.append(request)
             prepared.append((inputs, originals, places))
         # Read frozen, so the counter is settled: the group runs only between the thaw and the freeze.
         cpu_before = self.cpu_ns()
+        waited_before = self.waited_ns()
         thawed_before = time.perf_counter_ns()
         self.thaw()
+        own_waited_before = own_waited_ns()
         wall_before = time.perf_counter_ns()
         failed: list[Exception] = []
         try:
@@ -203,9 +256,11 @@ class ServedLink:
                 raise failed[0] from None
             raise
         wall = time.perf_counter_ns() - wall_before
+        own_waited = own_waited_ns() - own_waited_before
         self.freeze()
         thawed = time.perf_counter_ns() - thawed_before
         cpu_after = self.cpu_ns()
+        waited_after = self.waited_ns()
         if failed:
             raise failed[0]
         results = reply.get("results")
@@ -219,7 +274,12 @@ class ServedLink:
         read = [] if empty or figures_only else zip(results, prepared, strict=True)
         calls = [self._read(case, result, *setup) for result, setup in read]
         cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
-        return Block(calls=calls, cpu_ns=cpu, wall_ns=wall, thawed_ns=thawed)
+        # A wait the judge could not read where it holds the thread's statistics is no wait: nothing is taken off.
+        waited: int | None = None
+        if self.run_delay is not None:
+            waited = waited_after - waited_before if waited_before is not None and waited_after is not None else 0
+            waited += max(own_waited, 0)
+        return Block(calls=calls, cpu_ns=cpu, wall_ns=wall, thawed_ns=thawed, waited_ns=waited)
 
     def _place(
         self, case: Mapping[str, Any], inputs: Mapping[str, Any], slot: int, *, write: bool = True
@@ -241,6 +301,18 @@ class ServedLink:
         ]
         request = {"args": arguments, "outs": [[p.offset, p.shape, p.dtype, p.nbytes] for p in output_places]}
         return request, originals, (places, output_places)
+
+    def _stage(self, places: tuple[dict[str, Placement], list[Placement]]) -> None:
+        """What staging a timed request writes, for an empty call: its inputs' bytes (zeros) and its outputs reset,
+        up to STAGED_BYTES a call: past any CPU's caches, more makes the request no colder, only the judge slower
+        (a case of 640 MiB of output a call took twice as long to judge)."""
+        inputs, outputs = places
+        left = STAGED_BYTES
+        for place, fill in [*((place, 0) for place in inputs.values()), *((place, 0xFF) for place in outputs)]:
+            count = min(place.nbytes, left)
+            if count > 0:
+                torch.frombuffer(self.exchange, dtype=torch.uint8, count=count, offset=place.offset).fill_(fill)
+            left -= count
 
     def _read(
         self,
@@ -399,6 +471,8 @@ class EmptyCost:
     calls: int
     cpu: tuple[float, float]
     wall: tuple[float, float]
+    # The wall clock less the serving thread's run-queue wait (`Block.latency_ns`), where the judge reads it.
+    latency: tuple[float, float] | None = None
     # On CUDA, the reference's process's probe on an idle GPU (harness.judge.case `_wait_for_idle_gpu`).
     probe_ns: float = 0.0
 
@@ -408,10 +482,22 @@ class EmptyCost:
     def wall_ns(self, calls: int) -> float:
         return max(self.wall[0] + self.wall[1] * calls, 0.0)
 
+    def latency_ns(self, calls: int) -> float:
+        latency = self.latency or self.wall
+        return max(latency[0] + latency[1] * calls, 0.0)
 
-def calibrate(link: ServedLink, case: Mapping[str, Any], size: int, *, probe: bool = False) -> EmptyCost:
-    """The harness's own cost of requests of up to `size` empty calls of this case, CPU and wall; with `probe`
-    (the reference's process, on CUDA), the idle GPU's probe time too."""
+
+def calibrate(
+    kernel: ServedLink, reference: ServedLink, case: Mapping[str, Any], size: int, *, probe: bool = False
+) -> dict[str, EmptyCost]:
+    """The harness's own cost of requests of up to `size` empty calls of this case, CPU, wall and latency, for
+    each side (`kernel`, `reference`); with `probe` (on CUDA), the reference's process's idle GPU probe time too.
+
+    Measured the way timed requests run: in pairs, one request to each side in an order drawn per pair, each
+    staged as a timed request is (inputs written, outputs reset), so that each side's request follows the other
+    side's and the judge's writes, as cold as a timed one. A calibration made warm (each side's requests back to
+    back, nothing written between them) cost less than the same loop cold, and a kernel whose own request loop
+    was leaner than the harness's cold one gained the difference on every timed request."""
     # Placeholders: an empty call reads no input. Never filled: torch fills no packed 4-bit float on the CPU.
     inputs = {
         name: spec["value"]
@@ -419,23 +505,53 @@ def calibrate(link: ServedLink, case: Mapping[str, Any], size: int, *, probe: bo
         else torch.empty(spec["shape"] or [], dtype=DTYPES[spec["dtype"]])
         for name, spec in case["inputs"].items()
     }
-    medians = {calls: _empty_medians(link, case, [inputs] * calls) for calls in dict.fromkeys((1, size))}
-    one, most = medians[1], medians[size]
+    links = {"kernel": kernel, "reference": reference}
+    medians = {calls: _empty_medians(links, case, [inputs] * calls) for calls in dict.fromkeys((1, size))}
+    costs = {}
+    for side, link in links.items():
+        one, most = medians[1][side], medians[size][side]
+        cpu, wall, latency = (_fixed_and_per_call(one[i], most[i], size) for i in (0, 1, 2))
+        # Only the reference's process is asked (harness.judge.case `_wait_for_idle_gpu`).
+        probed = 0.0
+        if probe and side == "reference":
+            probed = statistics.median(link.probe() for _ in range(CALIBRATION_REQUESTS))
+        waits = link.run_delay is not None
+        costs[side] = EmptyCost(calls=size, cpu=cpu, wall=wall, latency=latency if waits else None, probe_ns=probed)
+    return costs
+
+
+def _fixed_and_per_call(one: float, most: float, size: int) -> tuple[float, float]:
+    """(fixed part, part per call) of a cost measured for requests of one call and of `size` calls."""
     if size == 1:
-        cpu, wall = (0.0, one[0]), (0.0, one[1])
-    else:
-        cpu_per_call, wall_per_call = ((most[i] - one[i]) / (size - 1) for i in (0, 1))
-        cpu, wall = (one[0] - cpu_per_call, cpu_per_call), (one[1] - wall_per_call, wall_per_call)
-    probed = statistics.median(link.probe() for _ in range(CALIBRATION_REQUESTS)) if probe else 0.0
-    return EmptyCost(calls=size, cpu=cpu, wall=wall, probe_ns=probed)
+        return (0.0, one)
+    per_call = (most - one) / (size - 1)
+    return (one - per_call, per_call)
 
 
 def _empty_medians(
-    link: ServedLink, case: Mapping[str, Any], input_sets: Sequence[Mapping[str, Any]]
-) -> tuple[float, float]:
-    """(CPU, wall) medians of CALIBRATION_REQUESTS requests of these empty calls, the first (cold) dropped."""
-    # One block at a time, and only its figures kept.
-    blocks = (link.block(case, input_sets, empty=True) for _ in range(CALIBRATION_REQUESTS))
-    figures = [(block.cpu_ns, block.wall_ns) for block in blocks][1:]
-    cpu = [cpu_ns for cpu_ns, _ in figures if cpu_ns is not None]
-    return (float(statistics.median(cpu)) if cpu else 0.0, float(statistics.median(wall for _, wall in figures)))
+    links: Mapping[str, ServedLink], case: Mapping[str, Any], input_sets: Sequence[Mapping[str, Any]]
+) -> dict[str, tuple[float, float, float]]:
+    """Per side, the (CPU, wall, latency) medians of CALIBRATION_REQUESTS pairs of requests of these empty calls,
+    staged, in an order drawn per pair; the first pair (cold from the start) dropped."""
+    figures: dict[str, list[tuple[int | None, int, int | None]]] = {side: [] for side in links}
+    for _ in range(CALIBRATION_REQUESTS):
+        order = list(links)
+        _order.shuffle(order)
+        for side in order:
+            block = links[side].block(case, input_sets, empty=True, staged=True)
+            figures[side].append((block.cpu_ns, block.wall_ns, block.latency_ns))
+    medians = {}
+    for side, measured in figures.items():
+        kept = measured[1:]
+        cpu = [cpu_ns for cpu_ns, _, _ in kept if cpu_ns is not None]
+        latency = [latency_ns for _, _, latency_ns in kept if latency_ns is not None]
+        wall = float(statistics.median(wall for _, wall, _ in kept))
+        medians[side] = (
+            float(statistics.median(cpu)) if cpu else 0.0,
+            wall,
+            float(statistics.median(latency)) if latency else wall,
+        )
+    return medians
+
+
+_order = random.SystemRandom()

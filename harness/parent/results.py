@@ -93,9 +93,11 @@ class Limits(_Closed):
     scratch_mb: int | None = None
     cpus: int | None = None
     seccomp: bool = False
-    # What the judge measured each request by (harness.jail.sandbox clock_check): the group's CPU time or, on CUDA,
-    # its own wall clock, the group frozen between requests; "none" without a cgroup (the kernel could not be
-    # frozen while the reference was timed, so the figures decide nothing).
+    # What the judge measured each request by (harness.jail.sandbox clock_check): on the CPU its latency (the
+    # group's CPU time or the wall clock less the serving thread's run-queue wait, the larger), or the group's CPU
+    # time alone where the host keeps no run-queue statistics (and before harness 0.3.0); on CUDA its own wall
+    # clock; the group frozen between requests; "none" without a cgroup (the kernel could not be frozen while the
+    # reference was timed, so the figures decide nothing).
     clock_check: str = "none"
 
 

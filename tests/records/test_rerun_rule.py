@@ -10,6 +10,7 @@ from records.manifest import manifest_item
 from records.rerun import (
     CPU_TIME_CLOCK,
     INCONCLUSIVE,
+    LATENCY_CLOCK,
     NOT_REPRODUCED,
     REPRODUCED,
     RULE_VERSION,
@@ -137,6 +138,10 @@ def test_on_a_host_the_judge_measured_quiet_a_claim_inflated_half_again_is_not_r
     # Honest claims a quiet host measures 1.2 times slower (the spread between quiet evaluations, and more)
     # are never convicted; beside other work, or where the judge could not tell, 1.5 times stays undecided.
     assert decide(Claim(None, 1.2 * 0.8, "geomean"), quiet).level == INCONCLUSIVE
+    # A latency (harness 0.3.0 on) is the CPU's measure as the CPU time was (results stored before it stay read).
+    for clock in (LATENCY_CLOCK, CPU_TIME_CLOCK):
+        quiet["limits"] = {"clock_check": clock}
+        assert decide(Claim(None, 1.5 * 0.8, "geomean"), quiet).level == NOT_REPRODUCED, clock
     for busy in (0.5, 0.11, None):
         measured = speedup_result([(0.8, 0.76, 0.84)] * 3, host_busy=busy)
         decided = decide(Claim(None, 1.5 * 0.8, "geomean"), measured)
@@ -155,9 +160,9 @@ def test_a_gpu_rerun_allows_the_busy_spread_however_quiet_its_host() -> None:
 
 
 def test_the_rule_reads_the_clock_names_the_harness_writes() -> None:
-    from harness.jail.sandbox import CPU_TIME_CHECK, NO_CHECK
+    from harness.jail.sandbox import CPU_TIME_CHECK, LATENCY_CHECK, NO_CHECK
 
-    assert (CPU_TIME_CLOCK, UNCHECKED_CLOCK) == (CPU_TIME_CHECK, NO_CHECK)
+    assert (CPU_TIME_CLOCK, LATENCY_CLOCK, UNCHECKED_CLOCK) == (CPU_TIME_CHECK, LATENCY_CHECK, NO_CHECK)
 
 
 def test_a_host_share_out_of_range_counts_as_unmeasured() -> None:
