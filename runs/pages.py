@@ -64,6 +64,7 @@ from runs.selectors import (
     uses_source_order,
 )
 from runs.tables import run_url_maker
+from runs.verification import run_verification
 from web.cache import fragment_stamp, release_id
 from web.scopes import group_scope
 
@@ -178,6 +179,8 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
         "entry_point": once(lambda: display.entry_point_line(implementation)),
         "versions": list(run.versions.all()) if run.version_count > 1 else [],  # listed only if there are two
         "citation": citation(run, identity.implementation),
+        # Where the run stands with the verification policy (its place in the queue: the sweep retires it).
+        "verification": run_verification(run),
         # The run counts what it has (runs.figures): a run without notes asks for none.
         **reruns,
     }
