@@ -25,7 +25,7 @@ from django.utils import timezone
 from records.rerun import evidence_rule
 from records.schema import EnvironmentSpec, ImplementationSpec, ProtocolSpec, RunSpec, WorkloadSpec
 from records.sources import SourceInfo
-from runs import display
+from runs import display, serializers
 from runs.charts import Mark, StripChart, latency_chart, score_chart
 from runs.citations import Citation
 from runs.display import format_latency as latency
@@ -253,6 +253,12 @@ def reruns_section(
         # Only moderators see it, on pages of their own: a cached public page would show a stale worker list.
         "live_classes": live_hardware_classes() if may_rerun else None,
     }
+
+
+def twin_index(run: Run, reruns: dict[str, Any]) -> dict[str, Any]:
+    """What the run's JSON twin (and the API's copy of it) carries beside its documents
+    (records.manifest.INDEX_MEMBERS): its evidence and reruns, and where it stands with the verification policy."""
+    return {**serializers.run_index_json(run, reruns), "verification": run_verification(run).as_json()}
 
 
 def reruns_fragment(run: Run, *, may_request_rerun: bool) -> dict[str, Any]:

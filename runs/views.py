@@ -31,7 +31,6 @@ from runs.selectors import (
     run_documents,
     run_manifest_text,
 )
-from runs.verification import run_verification
 from web import scopes
 from web.cache import add_page_scopes, cached_page, one_of, page_number, text
 from web.http import HtmxHttpRequest
@@ -137,7 +136,7 @@ def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
     documents = run_documents(run)
     environment = documents.get("environment")
     reruns = pages.reruns_section(run, environment.value if environment else None, may_request_rerun=False)
-    index = {**serializers.run_index_json(run, reruns), "verification": run_verification(run).as_json()}
+    index = pages.twin_index(run, reruns)
     response = HttpResponse(run_manifest_text(run, documents, index), content_type=JSON_CONTENT_TYPE)
     response["Content-Disposition"] = f'inline; filename="run-{run.run_id}.manifest.json"'
     return response
