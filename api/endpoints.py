@@ -251,7 +251,7 @@ def get_run(
     documents = run_documents(run)
     environment = documents.get("environment")
     reruns = pages.reruns_section(run, environment.value if environment else None, may_request_rerun=False)
-    manifest = run_manifest_text(run, documents, serializers.run_index_json(run, reruns))
+    manifest = run_manifest_text(run, documents, pages.twin_index(run, reruns))
     withdrawn = {"at": run.withdrawn_at.isoformat(), "reason": run.withdrawn_reason} if run.withdrawn_at else None
     return {
         **serializers.run_summary(run),

@@ -331,6 +331,13 @@ RERUN_SWEEP_SECONDS = env_float("RERUN_SWEEP_SECONDS", 30)
 SITE_KEY_FILE = Path(env_str("SITE_KEY_FILE") or VAR_DIR / "site.key")
 # Development only: run solutions without the bubblewrap sandbox where it is not installed.
 RERUN_UNSANDBOXED = env_bool("RERUN_UNSANDBOXED", False)
+# The verification policy (runs/verification.py): every rerunnable run, and every new version of one, is queued for
+# a rerun on its own hardware class by the periodic sweep, where a worker key of that class is registered, within
+# a day's budget of worker-seconds per class and at most VERIFICATION_MAX_IN_FLIGHT reruns of a class queued or
+# running at once. One at a time by default, so that `make run` leaves a laptop usable; production raises it.
+VERIFICATION_POLICY = env_bool("VERIFICATION_POLICY", True)
+VERIFICATION_BUDGET_SECONDS_PER_DAY = env_float("VERIFICATION_BUDGET_SECONDS_PER_DAY", 3600)
+VERIFICATION_MAX_IN_FLIGHT = env_int("VERIFICATION_MAX_IN_FLIGHT", 1)
 # Open data (runs/dumps.py): Celery beat writes a dump of the whole index here once a day, served at /dumps/;
 # the newest DUMPS_KEPT stay.
 DUMPS_DIR = Path(env_str("DUMPS_DIR") or VAR_DIR / "dumps")

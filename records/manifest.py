@@ -20,8 +20,9 @@ from records.schema import REFERENCE_FIELDS, ROLES, DocumentError, validate_docu
 
 MANIFEST_ROLES = ("run", "protocol", "environment", "workload", "implementation")
 # What a run's JSON twin adds beside its documents: KernelIndex's own state of the run (its evidence
-# level and reruns), digested by nothing. An import ignores them: the index derives them itself.
-INDEX_MEMBERS = ("evidence", "reruns")
+# level, reruns, and where it stands with the verification policy), digested by nothing. An import ignores
+# them: the index derives them itself.
+INDEX_MEMBERS = ("evidence", "reruns", "verification")
 REQUIRED_ROLES = ("run", "protocol", "environment")
 
 

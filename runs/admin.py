@@ -32,6 +32,7 @@ from runs.models import (
     RerunWorker,
     Run,
     SourceBoard,
+    VerificationPause,
     WorkerKey,
 )
 from runs.reruns import RerunRefusedError, cancel_rerun, may_request_rerun, queued_message, request_rerun
@@ -364,3 +365,26 @@ class WorkerKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         for key in revoked:
             self.log_change(request, key, f"Revoked worker {key.name}'s key")
         messages.info(request, f"{len(revoked)} key(s) revoked.")
+
+
+class VerificationPauseForm(forms.ModelForm):  # type: ignore[type-arg]
+    hardware_class = forms.ChoiceField(choices=[(name, name) for name in CLASSES])
+
+    class Meta:
+        model = VerificationPause
+        fields = ("hardware_class", "reason")
+
+
+@admin.register(VerificationPause)
+class VerificationPauseAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Pausing the verification policy for a hardware class: add a row; deleting it resumes the policy.
+    /verification says which classes are paused; moderators' own requests are never paused."""
+
+    form = VerificationPauseForm
+    list_display = ("hardware_class", "paused_by", "paused_at", "reason")
+    readonly_fields = ("paused_by", "paused_at")
+
+    def save_model(self, request: HttpRequest, obj: VerificationPause, form: Any, change: bool) -> None:
+        if not change:
+            obj.paused_by = request.user  # type: ignore[assignment]
+        super().save_model(request, obj, form, change)

@@ -705,3 +705,21 @@ class RerunAttestation(models.Model):
         except (AttestationError, ValueError) as error:
             logger.error("the attestation of job %s no longer verifies: %s", self.job_id, error)
             return None
+
+
+class VerificationPause(models.Model):
+    """A moderator paused the verification policy (runs/verification.py) for one hardware class: it queues
+    nothing of that class until the row is deleted. A moderator's own requests still go through."""
+
+    hardware_class = models.CharField(max_length=64, unique=True)
+    paused_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    paused_at = models.DateTimeField(auto_now_add=True)
+    reason = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["hardware_class"]
+
+    def __str__(self) -> str:
+        return f"verification paused on {self.hardware_class}"

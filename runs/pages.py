@@ -25,7 +25,7 @@ from django.utils import timezone
 from records.rerun import evidence_rule
 from records.schema import EnvironmentSpec, ImplementationSpec, ProtocolSpec, RunSpec, WorkloadSpec
 from records.sources import SourceInfo
-from runs import display
+from runs import display, serializers
 from runs.charts import Mark, StripChart, latency_chart, score_chart
 from runs.citations import Citation
 from runs.display import format_latency as latency
@@ -64,6 +64,7 @@ from runs.selectors import (
     uses_source_order,
 )
 from runs.tables import run_url_maker
+from runs.verification import run_verification
 from web.cache import fragment_stamp, release_id
 from web.scopes import group_scope
 
@@ -178,6 +179,8 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
         "entry_point": once(lambda: display.entry_point_line(implementation)),
         "versions": list(run.versions.all()) if run.version_count > 1 else [],  # listed only if there are two
         "citation": citation(run, identity.implementation),
+        # Where the run stands with the verification policy (its place in the queue: the sweep retires it).
+        "verification": run_verification(run),
         # The run counts what it has (runs.figures): a run without notes asks for none.
         **reruns,
     }
@@ -250,6 +253,12 @@ def reruns_section(
         # Only moderators see it, on pages of their own: a cached public page would show a stale worker list.
         "live_classes": live_hardware_classes() if may_rerun else None,
     }
+
+
+def twin_index(run: Run, reruns: dict[str, Any]) -> dict[str, Any]:
+    """What the run's JSON twin (and the API's copy of it) carries beside its documents
+    (records.manifest.INDEX_MEMBERS): its evidence and reruns, and where it stands with the verification policy."""
+    return {**serializers.run_index_json(run, reruns), "verification": run_verification(run).as_json()}
 
 
 def reruns_fragment(run: Run, *, may_request_rerun: bool) -> dict[str, Any]:

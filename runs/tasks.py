@@ -8,7 +8,7 @@ from celery import shared_task
 from django.utils import timezone
 
 from records.worker_protocol import MESSAGE_TASK
-from runs import collector, dumps, reruns
+from runs import collector, dumps, reruns, verification
 
 # Today's dump is written again at most this often, whoever asks (make_daily_dump).
 DUMP_REWRITE_AFTER_SECONDS = 3600
@@ -22,9 +22,11 @@ def collect_worker_message(envelope: Any) -> str | None:
 
 @shared_task(ignore_result=True)
 def sweep_reruns() -> dict[str, int]:
-    """The periodic sweep (runs.reruns.sweep_reruns): idempotent, so a copy sent by anyone changes nothing."""
+    """The periodic sweep (runs.reruns.sweep_reruns), then the verification policy (runs.verification), which
+    queues what it says within each class's budget: idempotent, so a copy sent by anyone changes nothing."""
     swept = reruns.sweep_reruns()
-    return {"resent": swept.resent, "retried": swept.retried, "failed": swept.failed}
+    queued = verification.apply_policy()
+    return {"resent": swept.resent, "retried": swept.retried, "failed": swept.failed, "verifying": len(queued)}
 
 
 @shared_task(ignore_result=True)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path, re_path
 
-from runs import feeds, views
+from runs import feeds, verification_views, views
 
 app_name = "runs"
 
@@ -21,6 +21,8 @@ urlpatterns = [
     path("runs/<str:run_id>/rerun", views.request_rerun_view, name="request_rerun"),
     path("documents/<str:digest>.json", views.document_json, name="document"),
     path("dumps/", views.dump_list, name="dumps"),
+    path("verification.json", verification_views.verification_json, name="verification_json"),
+    path("verification", verification_views.verification_page, name="verification"),
     path("dumps/<str:name>/<str:file>", views.dump_file, name="dump_file"),
     path("groups/<str:key>/feed.atom", feeds.group_feed, name="group_feed"),
     path("groups/<str:key>.json", views.group_json, name="group_json"),

@@ -87,8 +87,8 @@ def home_json(request: HttpRequest) -> JsonResponse:
 @cached_page(scopes.RUN)
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
-    # The page shows the run's rank and its group's #1.
-    add_page_scopes(request, *scopes.run_page_scopes(run))
+    # The page shows the run's rank and its group's #1, and its place in the verification queue.
+    add_page_scopes(request, *scopes.run_page_scopes(run), scopes.VERIFICATION)
     context = pages.run_page(run, run_documents(run), may_request_rerun=may_request_rerun(request.user))
     # A withdrawn run is gone from every ranking: 410, with the whole record below its tombstone notice.
     return TemplateResponse(request, "runs/run_detail.html", context, status=410 if run.withdrawn_at else 200)
@@ -132,10 +132,11 @@ def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
     if run.withdrawn_at is not None:
         return JsonResponse(history.tombstone_json(run), status=410)
+    add_page_scopes(request, scopes.VERIFICATION)
     documents = run_documents(run)
     environment = documents.get("environment")
     reruns = pages.reruns_section(run, environment.value if environment else None, may_request_rerun=False)
-    index = serializers.run_index_json(run, reruns)
+    index = pages.twin_index(run, reruns)
     response = HttpResponse(run_manifest_text(run, documents, index), content_type=JSON_CONTENT_TYPE)
     response["Content-Disposition"] = f'inline; filename="run-{run.run_id}.manifest.json"'
     return response

@@ -59,6 +59,13 @@ def clean_cache(settings: Any, tmp_path: Path) -> Iterator[None]:
     cache.close()
 
 
+@pytest.fixture(autouse=True)
+def verification_policy_off(settings: Any) -> None:
+    """The verification policy (runs/verification.py) queues reruns by itself: off, so that tests count only the
+    reruns they ask for. tests/runs/test_verification_policy.py turns it on."""
+    settings.VERIFICATION_POLICY = False
+
+
 @pytest.fixture
 def sample() -> Path:
     return SAMPLE_DATA

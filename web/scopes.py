@@ -35,6 +35,8 @@ from typing import Protocol
 from web.cache import bump_generation, bump_generation_on_commit, retire_pages, retire_pages_on_commit
 
 LISTS = "lists"
+# The verification policy's queue (runs/verification.py): /verification, and each run's place in it on its page.
+VERIFICATION = "verification"
 
 
 def run_scope(run_id: str) -> str:
@@ -127,6 +129,7 @@ DEFINITION = _page(
 SOURCE = _page("source", lambda key: [source_scope(key)], "a source's page, JSON twin and feed")
 COMPARE = _page("compare", lambda a, b: [LISTS, run_scope(a), run_scope(b)], "two runs side by side, and its JSON")
 DOCUMENT = _page("document", lambda digest: [], "a stored document: content-addressed, it never changes")
+VERIFICATION_PAGE = _page("verification", lambda: [VERIFICATION], "the verification queue and its JSON twin")
 
 
 # -- writers ------------------------------------------------------------------------------------------
@@ -140,9 +143,11 @@ class Part(StrEnum):
     DEFINITION = "definition"
     SOURCE = "source"
     LISTS = "lists"
+    # The verification queue: no run's part, the whole queue (every run page shows its place in it).
+    VERIFICATION = "verification"
 
 
-EVERY_PART = frozenset(Part)
+EVERY_PART = frozenset(Part) - {Part.VERIFICATION}
 SITE = "every page"  # a write that may change anything: the site's generation moves
 
 
@@ -158,9 +163,9 @@ class Writer:
         """The scopes this write retires for these runs (SITE retires by generation, not by scope)."""
         if isinstance(self.retires, str):
             return []
-        return list(
-            dict.fromkeys(scope for run in runs for part in Part if part in self.retires for scope in _of(run, part))
-        )
+        queue = [VERIFICATION] if Part.VERIFICATION in self.retires else []
+        per_run = [part for part in Part if part in self.retires and part is not Part.VERIFICATION]
+        return queue + list(dict.fromkeys(scope for run in runs for part in per_run for scope in _of(run, part)))
 
     def retire_on_commit(self, *runs: RunLike) -> None:
         """Retire what this write changed once the transaction commits (at once outside one)."""
@@ -218,6 +223,11 @@ RERUN_PROGRESS = _writer(
 NOTE_SUBMITTED = _writer("note submitted", (), "a note waits for a moderator: no page shows it")
 NOTE_MODERATED = _writer(
     "note approved, rejected, edited or deleted", {Part.RUN}, "only its run's page shows approved notes"
+)
+VERIFICATION_QUEUE = _writer(
+    "verification queue changed",
+    {Part.VERIFICATION},
+    "the sweep saw the queue change (runs queued, budgets, pauses, workers): /verification and each run's place",
 )
 REPORT = _writer(
     "issue report filed or moderated", {Part.RUN}, "the run's page lists each report's kind and where it stands"

@@ -371,6 +371,8 @@ def worker(
     inherited = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL"}}
     environment = {
         **inherited,
+        # As in the test's own process (tests/conftest.py): the tests that want the policy turn it on.
+        "VERIFICATION_POLICY": "false",
         **worker_settings,
         "DATABASE_URL": database_url_of_this_test(),
         "CELERY_BROKER_URL": redis_server.url(0),

@@ -33,6 +33,7 @@ PAGE_KINDS = {
     "source": ["source:K"],
     "compare": ["lists", "run:A", "run:B"],
     "document": [],
+    "verification": ["verification"],
 }
 # Each writer, and what it retires of the runs it wrote.
 WRITERS = {
@@ -44,6 +45,7 @@ WRITERS = {
     "note submitted": set(),
     "note approved, rejected, edited or deleted": {"run"},
     "issue report filed or moderated": {"run"},
+    "verification queue changed": {"verification"},
 }
 EXAMPLE_ARGUMENTS = {"a": "A", "b": "B", "key": "K", "name": "N", "source": "S", "run_id": "R", "digest": "D"}
 # The functions that retire pages directly; outside web/, only a declared writer calls them.
@@ -130,6 +132,7 @@ def test_a_writer_retires_only_the_scopes_of_its_run(writer: scopes.Writer, run:
         "definition": f"definition:{run.definition.source}/{run.definition.name}" if run.definition else None,
         "source": f"source:{run.source}",
         "lists": "lists",
+        "verification": "verification",
     }
     retired = set(writer.scopes([run]))
     if writer.retires == scopes.SITE:
