@@ -272,7 +272,9 @@ def settled(now: datetime) -> set[tuple[int, str, str]]:
     return set(rows.values_list("run_id", "run_digest", "hardware"))
 
 
-def build_queue(now: datetime | None = None) -> Queue:
+def build_queue(now: datetime | None = None, *, until: Run | None = None) -> Queue:
+    """The queue, every class's; with `until`, only as far as that run (a run page's place in it reads no
+    further than the runs before it, not the whole index)."""
     now = now or timezone.now()
     registered = registered_classes()
     pauses = {pause.hardware_class: pause for pause in VerificationPause.objects.all()}
@@ -293,6 +295,8 @@ def build_queue(now: datetime | None = None) -> Queue:
         positions[name] += 1
         first, rank, imported = (getattr(run, f"policy_{key}") for key in ("first", "rank", "imported_at"))
         queue.waiting.append(Waiting(run, name, positions[name], first == 0, rank, imported))
+        if until is not None and run.pk == until.pk:
+            break
     return queue
 
 
@@ -394,7 +398,7 @@ def run_verification(run: Run, now: datetime | None = None) -> RunVerification:
         return said(
             "tried", f"A rerun of this version on {name} ran in the last day without deciding; it is tried again later."
         )
-    return _waiting(run, name, build_queue(now), said)
+    return _waiting(run, name, build_queue(now, until=run), said)
 
 
 def _waiting(run: Run, name: str, queue: Queue, said: Callable[..., RunVerification]) -> RunVerification:
