@@ -10,6 +10,10 @@ BIN := $(VENV)/bin
 # The full data pack when it sits beside the checkout, else the sample shipped in tests/data.
 DATA ?= $(or $(KERNELINDEX_DATA),$(wildcard ../shared/data),tests/data)
 SEED := tests/seed/run-01a0352b.manifest.json
+# The demo's claims: measured on this machine's CPU once (demo/local.py), or DEMO_CLAIMS=committed, the committed
+# runs (class cpu, which a worker serves when KERNELINDEX_HARDWARE_CLASS=cpu says so).
+DEMO_CLAIMS ?= measured
+VAR := $(or $(KERNELINDEX_VAR_DIR),var)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
@@ -36,8 +40,8 @@ sandbox:
 setup: $(if $(filter .venv,$(VENV)),$(VENV)/.installed) sandbox
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py import_runs $(DATA)
-	$(BIN)/python demo/local.py
-	$(BIN)/python manage.py import_runs demo/definitions demo/solutions var/demo/reported.jsonl
+	$(BIN)/python demo/local.py $(if $(filter committed,$(DEMO_CLAIMS)),--committed)
+	$(BIN)/python manage.py import_runs demo/definitions demo/solutions $(VAR)/demo/reported.jsonl
 	$(BIN)/python manage.py import_runs --redigest $(SEED)
 
 # The web tier's worker (with the periodic sweep, -B) and a rerun worker with this machine's own key

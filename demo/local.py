@@ -2,7 +2,7 @@
 
 `make run` runs it once, before it imports the demo:
 
-    .venv/bin/python demo/local.py [--out var/demo/reported.jsonl] [--solutions NAME ...]
+    .venv/bin/python demo/local.py [--out var/demo/reported.jsonl] [--solutions NAME ...] [--committed]
 
 A speedup over the reference moves between CPU models as it moves between GPUs (the demo's committed figures,
 measured on an AMD EPYC, ran 1.5 times faster on an Intel Xeon with AVX-512), so a rerun judges a claim only on
@@ -20,6 +20,7 @@ class, for the rerun worker `make run` starts beside the site:
 It writes nothing new when the file was made on this CPU class from the same demo and harness (a stamp beside
 it), so running `make run` again measures nothing. Where the harness cannot run here (no sandbox), it says so
 and writes the committed runs instead: they import, and their reruns wait for a worker of the class "cpu".
+`--committed` (make run DEMO_CLAIMS=committed) writes those and measures nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import dataclasses
 import datetime
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -43,7 +45,8 @@ from measure import evaluation, figures  # noqa: E402
 from harness import harness_digest  # noqa: E402
 from harness.parent.environment import detect_hardware_class  # noqa: E402
 
-DEFAULT_OUT = DEMO.parent / "var" / "demo" / "reported.jsonl"
+# The site's own folder (settings.VAR_DIR), where make run keeps what it makes.
+DEFAULT_OUT = Path(os.environ.get("KERNELINDEX_VAR_DIR") or DEMO.parent / "var") / "demo" / "reported.jsonl"
 PASSED_THOUGH_WRONG = "passed though wrong"
 # The run reported passed though wrong claims this solution's figures (build.py: its latencies are
 # softmax-fused's at the ratio of the committed figures, its reference's softmax-fused's).
@@ -54,8 +57,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Measure the demo's claims on this CPU (make run does, once).")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="default: var/demo/reported.jsonl")
     parser.add_argument("--solutions", nargs="*", help="only these solutions' runs (default: every one)")
+    parser.add_argument(
+        "--committed", action="store_true", help="write the committed runs (class cpu) and measure nothing"
+    )
     arguments = parser.parse_args()
     chosen = tuple(s for s in SOLUTIONS if not arguments.solutions or s.name in arguments.solutions)
+    if arguments.committed:
+        arguments.out.parent.mkdir(parents=True, exist_ok=True)
+        arguments.out.write_text(reported_runs(chosen))
+        arguments.out.with_suffix(".stamp.json").unlink(missing_ok=True)
+        print(f"Wrote the demo's {len(chosen)} committed runs (class cpu) to {arguments.out}.")
+        return
     stamp = _stamp(chosen)
     stamp_file = arguments.out.with_suffix(".stamp.json")
     if arguments.out.is_file() and stamp_file.is_file() and json.loads(stamp_file.read_text()) == stamp:

@@ -146,8 +146,13 @@ def make_run(tmp_path: Path) -> Iterator[Started]:
     port, var, log = free_port(), tmp_path / "var", tmp_path / "make-run.log"
     environment = {name: value for name, value in os.environ.items() if name not in NOT_INHERITED}
     environment |= {"KERNELINDEX_VAR_DIR": str(var), "RERUN_HEARTBEAT_SECONDS": "0.5"}
+    # The demo's committed claims (class cpu, served by a worker told so) rather than minutes of measuring them
+    # here (tests/demo/test_local.py measures); and no verification policy taking the one worker first
+    # (tests/runs/test_verification_policy.py).
+    environment |= {"KERNELINDEX_HARDWARE_CLASS": "cpu", "VERIFICATION_POLICY": "false"}
     # VENV=the environment these tests run in, so make installs nothing; DATA=a small import.
     command = ["make", "--no-print-directory", "run", f"PORT={port}", f"VENV={sys.prefix}", f"DATA={DATA}"]
+    command.append("DEMO_CLAIMS=committed")
     with log.open("wb") as output:
         make = subprocess.Popen(
             command,
