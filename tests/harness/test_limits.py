@@ -110,7 +110,7 @@ def test_a_timeout_whose_control_failed_otherwise_is_the_hosts_not_the_kernels(t
     # was the kernel's.
     reference = (
         "import sys\n\n\ndef run(x, y):\n"
-        "    if sys.argv[0].endswith('kernel.py'):\n"
+        "    if sys.argv[0].endswith('kernel/__main__.py'):  # a served process (python -m harness.kernel)\n"
         "        raise MemoryError('too large for this host')\n"
         "    return x + y\n"
     )
