@@ -41,7 +41,7 @@ from runs.models import (
 )
 from runs.reruns import RerunRefusedError, request_rerun, runnable_documents, system_user
 from runs.selectors import document_value, run_hardware_class
-from web.scopes import VERIFICATION_QUEUE
+from web.scopes import VERIFICATION_PLACES_MOVED, VERIFICATION_QUEUE
 
 REASON_PREFIX = "verification policy"
 # A rerun of a version that did not decide (inconclusive after its attempts, failed, cancelled) is not queued
@@ -53,6 +53,7 @@ DEFAULT_ESTIMATE_SECONDS = 60.0
 ESTIMATE_OVER = 20
 # The queue as the last sweep saw it, to retire pages that show it only when it changed.
 FINGERPRINT_KEY = "verification:fingerprint"
+PLACES_FINGERPRINT_KEY = "verification:places-fingerprint"
 
 
 def policy_on() -> bool:
@@ -327,19 +328,35 @@ def apply_policy(now: datetime | None = None) -> list[RerunRequest]:
 
 
 def _retire_if_changed(queue: Queue, queued: list[RerunRequest], now: datetime) -> None:
-    """Pages that show the queue (/verification, run pages' place in it) are retired when it changed."""
+    """Pages that show the queue are retired when what they show of it changed: /verification at any change, run
+    pages (each run's place) only when the places, a class's pause or worker, or a spent budget did. With the
+    policy off a run page shows no place, and nothing the sweep sees retires it."""
+    classes = queue.classes.values()
+    places = [
+        [(entry.run.pk, entry.run.digest, entry.hardware_class, entry.position) for entry in queue.waiting],
+        [(state.name, state.registered, state.pause is not None, state.budget_spent) for state in classes],
+    ]
     seen = [
         policy_on(),
-        [(entry.run.pk, entry.run.digest, entry.hardware_class) for entry in queue.waiting],
-        [sorted(state.as_json().items()) for state in queue.classes.values()],
+        places,
+        [sorted(state.as_json().items()) for state in classes],
         sorted(queue.unserved.items()),
         [request.pk for request in queued],
         list(ran_today(now).values_list("pk", "state", "verdict")),
     ]
-    fingerprint = hashlib.sha256(repr(seen).encode()).hexdigest()
-    if cache.get(FINGERPRINT_KEY) != fingerprint:
-        cache.set(FINGERPRINT_KEY, fingerprint, timeout=None)
+    if _changed(FINGERPRINT_KEY, seen):
         VERIFICATION_QUEUE.retire_now()
+    if policy_on() and _changed(PLACES_FINGERPRINT_KEY, places):
+        VERIFICATION_PLACES_MOVED.retire_now()
+
+
+def _changed(key: str, figures: list[Any]) -> bool:
+    """Whether these figures differ from the ones the last sweep stored under `key` (and store them)."""
+    fingerprint = hashlib.sha256(repr(figures).encode()).hexdigest()
+    if cache.get(key) == fingerprint:
+        return False
+    cache.set(key, fingerprint, timeout=None)
+    return True
 
 
 def ran_today(now: datetime) -> Any:

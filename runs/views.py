@@ -88,7 +88,7 @@ def home_json(request: HttpRequest) -> JsonResponse:
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
     # The page shows the run's rank and its group's #1, and its place in the verification queue.
-    add_page_scopes(request, *scopes.run_page_scopes(run), scopes.VERIFICATION)
+    add_page_scopes(request, *scopes.run_page_scopes(run), scopes.VERIFICATION_PLACES)
     context = pages.run_page(run, run_documents(run), may_request_rerun=may_request_rerun(request.user))
     # A withdrawn run is gone from every ranking: 410, with the whole record below its tombstone notice.
     return TemplateResponse(request, "runs/run_detail.html", context, status=410 if run.withdrawn_at else 200)

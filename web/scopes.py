@@ -35,8 +35,10 @@ from typing import Protocol
 from web.cache import bump_generation, bump_generation_on_commit, retire_pages, retire_pages_on_commit
 
 LISTS = "lists"
-# The verification policy's queue (runs/verification.py): /verification, and each run's place in it on its page.
+# The verification policy's queue (runs/verification.py): /verification shows all of it (budgets, what ran today);
+# a run page shows only the run's place in it, retired when the places move, not at every rerun's end.
 VERIFICATION = "verification"
+VERIFICATION_PLACES = "verification-places"
 
 
 def run_scope(run_id: str) -> str:
@@ -143,11 +145,14 @@ class Part(StrEnum):
     DEFINITION = "definition"
     SOURCE = "source"
     LISTS = "lists"
-    # The verification queue: no run's part, the whole queue (every run page shows its place in it).
+    # The verification queue: no run's part, the whole queue (/verification), and the places in it (run pages).
     VERIFICATION = "verification"
+    VERIFICATION_PLACES = "verification-places"
 
 
-EVERY_PART = frozenset(Part) - {Part.VERIFICATION}
+# The parts no one run has: each is one scope, whichever runs were written.
+QUEUE_PARTS = {Part.VERIFICATION: VERIFICATION, Part.VERIFICATION_PLACES: VERIFICATION_PLACES}
+EVERY_PART = frozenset(Part) - set(QUEUE_PARTS)
 SITE = "every page"  # a write that may change anything: the site's generation moves
 
 
@@ -163,8 +168,8 @@ class Writer:
         """The scopes this write retires for these runs (SITE retires by generation, not by scope)."""
         if isinstance(self.retires, str):
             return []
-        queue = [VERIFICATION] if Part.VERIFICATION in self.retires else []
-        per_run = [part for part in Part if part in self.retires and part is not Part.VERIFICATION]
+        queue = [scope for part, scope in QUEUE_PARTS.items() if part in self.retires]
+        per_run = [part for part in Part if part in self.retires and part not in QUEUE_PARTS]
         return queue + list(dict.fromkeys(scope for run in runs for part in per_run for scope in _of(run, part)))
 
     def retire_on_commit(self, *runs: RunLike) -> None:
@@ -227,7 +232,12 @@ NOTE_MODERATED = _writer(
 VERIFICATION_QUEUE = _writer(
     "verification queue changed",
     {Part.VERIFICATION},
-    "the sweep saw the queue change (runs queued, budgets, pauses, workers): /verification and each run's place",
+    "the sweep saw the queue change (runs queued, budgets, pauses, workers, what ran): /verification",
+)
+VERIFICATION_PLACES_MOVED = _writer(
+    "verification places moved",
+    {Part.VERIFICATION_PLACES},
+    "the sweep saw the waiting runs' places, a class's pause, worker or spent budget change: each run's place",
 )
 REPORT = _writer(
     "issue report filed or moderated", {Part.RUN}, "the run's page lists each report's kind and where it stands"

@@ -46,6 +46,7 @@ WRITERS = {
     "note approved, rejected, edited or deleted": {"run"},
     "issue report filed or moderated": {"run"},
     "verification queue changed": {"verification"},
+    "verification places moved": {"verification-places"},
 }
 EXAMPLE_ARGUMENTS = {"a": "A", "b": "B", "key": "K", "name": "N", "source": "S", "run_id": "R", "digest": "D"}
 # The functions that retire pages directly; outside web/, only a declared writer calls them.
@@ -133,6 +134,7 @@ def test_a_writer_retires_only_the_scopes_of_its_run(writer: scopes.Writer, run:
         "source": f"source:{run.source}",
         "lists": "lists",
         "verification": "verification",
+        "verification-places": "verification-places",
     }
     retired = set(writer.scopes([run]))
     if writer.retires == scopes.SITE:
