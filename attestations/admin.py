@@ -19,11 +19,13 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from attestations.disputes import DisputeRefusedError, escalate, outcome_words
 from attestations.models import Attestation, IssueReport
 from attestations.services import moderate_attestations, set_report_status
 from runs.display import format_latency
 from runs.models import Run
-from web.scopes import NOTE_MODERATED, REPORT
+from runs.reruns import may_request_rerun
+from web.scopes import DISPUTE, NOTE_MODERATED, REPORT
 
 # Django's classes take no type parameters at run time; django-stubs' do.
 if TYPE_CHECKING:
@@ -113,14 +115,46 @@ class AttestationAdmin(RunLinkMixin, AttestationModelAdmin):
 
 @admin.register(IssueReport)
 class IssueReportAdmin(RunLinkMixin, IssueReportModelAdmin):
-    list_display = ["created_at", "run_link", "category", "short_body", "status", "moderated_by"]
-    list_filter = ["status", "category"]
+    list_display = ["created_at", "run_link", "category", "short_body", "status", "dispute", "moderated_by"]
+    list_filter = ["status", "category", "dispute_outcome"]
     search_fields = ["run__run_id", "body", "resolution_note"]
-    list_select_related = ["run", "moderated_by"]
-    readonly_fields = ["run_link", "created_at", "moderated_at", "moderated_by"]
+    list_select_related = ["run", "moderated_by", "rerun"]
+    readonly_fields = [
+        "run_link",
+        "created_at",
+        "moderated_at",
+        "moderated_by",
+        "dispute",
+        "escalated_at",
+        "dispute_closed_at",
+    ]
     raw_id_fields = ["run"]
     date_hierarchy = "created_at"
-    actions = ["triage", "resolve", "dismiss"]
+    actions = ["triage", "resolve", "dismiss", "escalate_to_dispute"]
+
+    @admin.display(description="dispute")
+    def dispute(self, obj: IssueReport) -> str:
+        """Where its dispute stands ('' for a report that is none): open on its rerun, or its outcome."""
+        return outcome_words(obj) if obj.is_dispute else ""
+
+    def has_request_rerun_permission(self, request: HttpRequest) -> bool:
+        return may_request_rerun(request.user)
+
+    @admin.action(
+        description="Escalate to a dispute: rerun the run, outcome in public", permissions=["change", "request_rerun"]
+    )
+    def escalate_to_dispute(self, request: HttpRequest, queryset: QuerySet[IssueReport]) -> None:
+        """One step: each report is answered by a rerun (the run's own, where one already waits), shown on
+        /disputes; a report that cannot be says why."""
+        moderator = _moderator(request)
+        for report in queryset.select_related("run"):
+            try:
+                rerun = escalate(report, moderator)
+            except DisputeRefusedError as refused:
+                messages.error(request, f"Report #{report.pk} on run {report.run.run_id} not escalated: {refused}.")
+            else:
+                said = f"Report #{report.pk} on run {report.run.run_id} is a dispute, answered by rerun #{rerun.pk}."
+                messages.success(request, said)
 
     @admin.display(description="report")
     def short_body(self, obj: IssueReport) -> str:
@@ -148,3 +182,5 @@ class IssueReportAdmin(RunLinkMixin, IssueReportModelAdmin):
         _record_moderator(obj, form, request, change)
         super().save_model(request, obj, form, change)
         REPORT.retire_on_commit(obj.run)
+        if obj.is_dispute:  # its public summary or status may have changed
+            DISPUTE.retire_on_commit(obj.run)

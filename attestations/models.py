@@ -17,9 +17,10 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from runs.figures import count_per_run
-from runs.models import Run
+from runs.models import RerunRequest, Run
 
 BODY_MAX_LENGTH = 4000
+PUBLIC_SUMMARY_MAX_LENGTH = 1000
 
 
 class AttestationQuerySet(models.QuerySet["Attestation"]):
@@ -89,6 +90,25 @@ class Attestation(models.Model):
         return f"{self.get_kind_display()} on {self.run.run_id} ({self.get_status_display()})"
 
 
+class DisputeOutcome(models.TextChoices):
+    """How a dispute ended, as its rerun decided it (attestations.disputes.outcome_of)."""
+
+    UPHELD = "upheld", "upheld"
+    REJECTED = "rejected", "rejected"
+    UNDECIDED = "undecided", "undecided"
+
+
+class IssueReportQuerySet(models.QuerySet["IssueReport"]):
+    def disputes(self) -> IssueReportQuerySet:
+        return self.filter(escalated_at__isnull=False)
+
+    def open_disputes(self) -> IssueReportQuerySet:
+        return self.disputes().filter(dispute_closed_at__isnull=True)
+
+    def closed_disputes(self) -> IssueReportQuerySet:
+        return self.disputes().filter(dispute_closed_at__isnull=False)
+
+
 class IssueReport(models.Model):
     """A problem someone reports with a run; moderators triage it, the public never sees it."""
 
@@ -118,12 +138,38 @@ class IssueReport(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
 
+    # A dispute (attestations/disputes.py): the report turned into a rerun, whose end decides it in public.
+    rerun = models.ForeignKey(
+        RerunRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="disputes", editable=False
+    )
+    escalated_at = models.DateTimeField("dispute opened", null=True, blank=True, editable=False)
+    dispute_outcome = models.CharField(max_length=16, choices=DisputeOutcome.choices, blank=True, editable=False)
+    dispute_closed_at = models.DateTimeField("dispute closed", null=True, blank=True, editable=False)
+    public_summary = models.TextField(
+        max_length=PUBLIC_SUMMARY_MAX_LENGTH,
+        blank=True,
+        help_text="Shown on /disputes beside the outcome; the report's own text and contact never are.",
+    )
+
+    objects = IssueReportQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["status", "-created_at"], name="issue_report_queue")]
+        indexes = [
+            models.Index(fields=["status", "-created_at"], name="issue_report_queue"),
+            models.Index(fields=["-escalated_at", "-id"], name="issue_report_disputes"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.get_category_display()} on {self.run.run_id} ({self.get_status_display()})"
+
+    @property
+    def is_dispute(self) -> bool:
+        return self.escalated_at is not None
+
+    @property
+    def dispute_is_open(self) -> bool:
+        return self.is_dispute and self.dispute_closed_at is None
 
 
 @receiver([post_save, post_delete], sender=Attestation)

@@ -18,11 +18,13 @@ def approved_attestations(run: Run) -> list[Attestation]:
 
 
 def public_issue_reports(run: Run) -> list[IssueReport]:
-    """The run's issue reports as the public sees them: what kind, when, and where moderation stands.
+    """The run's issue reports as the public sees them: what kind, when, where moderation stands, and the outcome
+    of a report answered by a rerun (a dispute).
 
     Only those fields are loaded: the report's text and the reporter's contact stay with the moderators.
     """
-    reports = IssueReport.objects.filter(run=run).only("category", "status", "created_at", "run_id")
+    public = ("category", "status", "created_at", "run_id", "escalated_at", "dispute_outcome", "dispute_closed_at")
+    reports = IssueReport.objects.filter(run=run).only(*public)
     return list(reports.order_by("-created_at", "-id"))
 
 

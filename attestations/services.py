@@ -6,6 +6,7 @@ never fed back into a run's evidence level or rank.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.contrib.admin.models import CHANGE, LogEntry
@@ -14,6 +15,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from attestations.disputes import escalate_by_policy
 from attestations.forms import NoteForm, ReportForm
 from attestations.models import Attestation, IssueReport, count_notes
 from runs.models import Run
@@ -36,6 +38,8 @@ def submit_issue_report(run: Run, form: ReportForm) -> IssueReport:
     report.status = IssueReport.Status.OPEN
     report.save()
     REPORT.retire_on_commit(run)
+    # With the verification policy on, a report of wrong numbers or correctness may become a dispute at once.
+    transaction.on_commit(partial(escalate_by_policy, report.pk))
     return report
 
 

@@ -30,6 +30,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Permissi
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
+from django.dispatch import Signal
 from django.utils import timezone
 
 from records.attestation import AttestationError, Attested
@@ -66,6 +67,15 @@ from web.scopes import RERUN_PROGRESS, RERUN_RESULT, RERUN_VERDICT
 logger = logging.getLogger(__name__)
 
 SYSTEM_USERNAME = "kernelindex"
+
+# Sent with `request` each time a rerun ends (a verdict, a failure, a cancellation, a lost worker), inside the
+# transaction that ended it where there is one: what waits on a rerun (a dispute: attestations/disputes.py)
+# closes with it. Every end passes through `_ended`; runs knows nothing of who listens.
+rerun_ended = Signal()
+
+
+def _ended(request: RerunRequest) -> None:
+    rerun_ended.send(sender=RerunRequest, request=request)
 
 
 class RerunRefusedError(Exception):
@@ -274,6 +284,7 @@ def fail_queued(request: RerunRequest, status: str, reason: str) -> None:
     if failed:
         log_rerun(request, f"Rerun #{request.pk} failed: {status}: {reason}")
         RERUN_PROGRESS.retire_on_commit(request.run)
+        _ended(request)
 
 
 def cancel_rerun(request: RerunRequest, user: AbstractBaseUser | AnonymousUser) -> bool:
@@ -284,6 +295,7 @@ def cancel_rerun(request: RerunRequest, user: AbstractBaseUser | AnonymousUser) 
     if cancelled:
         log_rerun(request, f"Cancelled rerun #{request.pk}", user=user if isinstance(user, AbstractBaseUser) else None)
         RERUN_PROGRESS.retire_on_commit(request.run)
+        _ended(request)
     return bool(cancelled)
 
 
@@ -374,6 +386,7 @@ def record_result(request: RerunRequest, attempt: int, attested: Attested, attes
         refresh_evidence(run)
         RERUN_VERDICT.retire_on_commit(run)
         RERUN_RESULT.retire_on_commit(result_run)
+        _ended(request)
 
 
 def judge(request: RerunRequest, run: Run, measured: Any) -> Verdict:
@@ -423,6 +436,7 @@ def record_failure(
         if failed:
             log_rerun(request, f"Rerun #{request.pk} failed: {status}: {reason}")
             RERUN_PROGRESS.retire_on_commit(request.run)
+            _ended(request)
 
 
 # -- evidence --------------------------------------------------------------------------
@@ -595,6 +609,7 @@ def _take_back(request: RerunRequest, stale_before: Any) -> bool:
     ):
         log_rerun(request, f"Rerun #{request.pk} failed: {reason}")
         RERUN_PROGRESS.retire_now(request.run)
+        _ended(request)
     return False
 
 

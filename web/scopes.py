@@ -39,6 +39,8 @@ LISTS = "lists"
 # a run page shows only the run's place in it, retired when the places move, not at every rerun's end.
 VERIFICATION = "verification"
 VERIFICATION_PLACES = "verification-places"
+# Disputes (attestations/disputes.py): /disputes, its JSON twin and its feed show every one.
+DISPUTES = "disputes"
 
 
 def run_scope(run_id: str) -> str:
@@ -132,6 +134,7 @@ SOURCE = _page("source", lambda key: [source_scope(key)], "a source's page, JSON
 COMPARE = _page("compare", lambda a, b: [LISTS, run_scope(a), run_scope(b)], "two runs side by side, and its JSON")
 DOCUMENT = _page("document", lambda digest: [], "a stored document: content-addressed, it never changes")
 VERIFICATION_PAGE = _page("verification", lambda: [VERIFICATION], "the verification queue and its JSON twin")
+DISPUTES_PAGE = _page("disputes", lambda: [DISPUTES], "the disputes, their JSON twin and their feed")
 
 
 # -- writers ------------------------------------------------------------------------------------------
@@ -148,10 +151,16 @@ class Part(StrEnum):
     # The verification queue: no run's part, the whole queue (/verification), and the places in it (run pages).
     VERIFICATION = "verification"
     VERIFICATION_PLACES = "verification-places"
+    # Every dispute: no run's part either.
+    DISPUTES = "disputes"
 
 
 # The parts no one run has: each is one scope, whichever runs were written.
-QUEUE_PARTS = {Part.VERIFICATION: VERIFICATION, Part.VERIFICATION_PLACES: VERIFICATION_PLACES}
+QUEUE_PARTS = {
+    Part.VERIFICATION: VERIFICATION,
+    Part.VERIFICATION_PLACES: VERIFICATION_PLACES,
+    Part.DISPUTES: DISPUTES,
+}
 EVERY_PART = frozenset(Part) - set(QUEUE_PARTS)
 SITE = "every page"  # a write that may change anything: the site's generation moves
 
@@ -241,4 +250,9 @@ VERIFICATION_PLACES_MOVED = _writer(
 )
 REPORT = _writer(
     "issue report filed or moderated", {Part.RUN}, "the run's page lists each report's kind and where it stands"
+)
+DISPUTE = _writer(
+    "dispute opened, closed or summarised",
+    {Part.RUN, Part.DISPUTES},
+    "the run's page lists its reports with their disputes; /disputes, its twin and feed list every dispute",
 )

@@ -30,3 +30,9 @@ def run_issue_reports(run: Run) -> list[IssueReport]:
 def attestation_summary(attestations: Sequence[Attestation]) -> str:
     """'2 reproductions (1 reproduced, 1 not reproduced) · 1 note', from the list the page already has."""
     return count_attestations(attestations).summary
+
+
+@register.filter
+def disputes_among(reports: Sequence[IssueReport]) -> int:
+    """How many of the reports the page already has are disputes (answered by a rerun): no query."""
+    return sum(report.is_dispute for report in reports)

@@ -34,6 +34,7 @@ PAGE_KINDS = {
     "compare": ["lists", "run:A", "run:B"],
     "document": [],
     "verification": ["verification"],
+    "disputes": ["disputes"],
 }
 # Each writer, and what it retires of the runs it wrote.
 WRITERS = {
@@ -47,6 +48,7 @@ WRITERS = {
     "issue report filed or moderated": {"run"},
     "verification queue changed": {"verification"},
     "verification places moved": {"verification-places"},
+    "dispute opened, closed or summarised": {"run", "disputes"},
 }
 EXAMPLE_ARGUMENTS = {"a": "A", "b": "B", "key": "K", "name": "N", "source": "S", "run_id": "R", "digest": "D"}
 # The functions that retire pages directly; outside web/, only a declared writer calls them.
@@ -135,6 +137,7 @@ def test_a_writer_retires_only_the_scopes_of_its_run(writer: scopes.Writer, run:
         "lists": "lists",
         "verification": "verification",
         "verification-places": "verification-places",
+        "disputes": "disputes",
     }
     retired = set(writer.scopes([run]))
     if writer.retires == scopes.SITE:
