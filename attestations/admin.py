@@ -19,12 +19,11 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from attestations.disputes import DisputeRefusedError, escalate, outcome_words
+from attestations.disputes import DisputeRefusedError, escalate, may_escalate, outcome_words
 from attestations.models import Attestation, IssueReport
 from attestations.services import moderate_attestations, set_report_status
 from runs.display import format_latency
 from runs.models import Run
-from runs.reruns import may_request_rerun
 from web.scopes import DISPUTE, NOTE_MODERATED, REPORT
 
 # Django's classes take no type parameters at run time; django-stubs' do.
@@ -137,12 +136,11 @@ class IssueReportAdmin(RunLinkMixin, IssueReportModelAdmin):
         """Where its dispute stands ('' for a report that is none): open on its rerun, or its outcome."""
         return outcome_words(obj) if obj.is_dispute else ""
 
-    def has_request_rerun_permission(self, request: HttpRequest) -> bool:
-        return may_request_rerun(request.user)
+    def has_escalate_permission(self, request: HttpRequest) -> bool:
+        # One name for both permissions it needs: the admin offers an action to anyone with any one of its list.
+        return may_escalate(request.user)
 
-    @admin.action(
-        description="Escalate to a dispute: rerun the run, outcome in public", permissions=["change", "request_rerun"]
-    )
+    @admin.action(description="Escalate to a dispute: rerun the run, outcome in public", permissions=["escalate"])
     def escalate_to_dispute(self, request: HttpRequest, queryset: QuerySet[IssueReport]) -> None:
         """One step: each report is answered by a rerun (the run's own, where one already waits), shown on
         /disputes; a report that cannot be says why."""
