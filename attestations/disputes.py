@@ -7,9 +7,10 @@ or the one already waiting for that run, which several reports share.
 
 The outcome follows from the rerun and is decided here alone (`outcome_of`): upheld when the rerun did not
 reproduce the run, rejected when it did, undecided when it could not decide, failed without a verdict, or was
-cancelled; the dispute is open while the rerun waits or runs. Every end of a rerun sends runs.reruns.rerun_ended
-inside the transaction that ended it where there is one; `close_disputes` closes the reports waiting on it there,
-with the outcome, the time the rerun ended, and the report status that says it (OUTCOME_STATUS).
+cancelled; the dispute is open while the rerun waits or runs. Every end of a rerun (and every verdict `reevaluate`
+decides again) sends runs.reruns.rerun_ended inside the transaction that wrote it where there is one;
+`close_disputes` closes the reports waiting on it there, with the outcome, the time the rerun ended, and the report
+status that says it (OUTCOME_STATUS).
 
 The public sees a dispute's category, dates, outcome, rerun and attestation, and the summary a moderator writes
 for it (IssueReport.public_summary); never the report's text or its reporter's contact.
@@ -141,24 +142,27 @@ def _answering_rerun(run: Run, user: AbstractBaseUser, reason: str) -> RerunRequ
 
 @receiver(rerun_ended, dispatch_uid="attestations.disputes.close_disputes")
 def close_disputes(sender: type[RerunRequest], request: RerunRequest, **kwargs: Any) -> None:
-    """The rerun ended: each dispute it answers closes with its outcome, at the time the rerun ended."""
+    """The rerun ended, or its verdict was decided again (reevaluate): each dispute it answers closes with its
+    outcome, at the time the rerun ended, or takes the outcome the rerun now gives."""
     rerun = RerunRequest.objects.select_related("run").get(pk=request.pk)
     outcome = outcome_of(rerun)
     if outcome is None:
         return
     with transaction.atomic():
-        waiting = list(IssueReport.objects.open_disputes().filter(rerun=rerun).select_for_update())
-        if not waiting:
+        answered = IssueReport.objects.disputes().filter(rerun=rerun).exclude(dispute_outcome=outcome)
+        changing = list(answered.select_for_update())
+        if not changing:
             return
-        IssueReport.objects.filter(pk__in=[report.pk for report in waiting]).update(
+        IssueReport.objects.filter(pk__in=[report.pk for report in changing]).update(
             dispute_outcome=outcome,
             dispute_closed_at=rerun.finished_at or timezone.now(),
             status=OUTCOME_STATUS[outcome],
             moderated_at=timezone.now(),
             moderated_by=system_user(),
         )
-        for report in waiting:
-            _log(report, None, f"Dispute closed: {outcome.label} ({OUTCOME_MEANING[outcome]}; rerun #{rerun.pk}).")
+        for report in changing:
+            said = "Dispute closed" if report.dispute_is_open else "Dispute decided again"
+            _log(report, None, f"{said}: {outcome.label} ({OUTCOME_MEANING[outcome]}; rerun #{rerun.pk}).")
         DISPUTE.retire_on_commit(rerun.run)
 
 

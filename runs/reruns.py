@@ -68,9 +68,9 @@ logger = logging.getLogger(__name__)
 
 SYSTEM_USERNAME = "kernelindex"
 
-# Sent with `request` each time a rerun ends (a verdict, a failure, a cancellation, a lost worker), inside the
-# transaction that ended it where there is one: what waits on a rerun (a dispute: attestations/disputes.py)
-# closes with it. Every end passes through `_ended`; runs knows nothing of who listens.
+# Sent with `request` each time a rerun ends (a verdict, a failure, a cancellation, a lost worker) or its verdict
+# is decided again (reevaluate), inside the transaction that wrote it where there is one: what waits on a rerun's
+# verdict (a dispute: attestations/disputes.py) follows it. Each passes through `_ended`; runs knows no listener.
 rerun_ended = Signal()
 
 
@@ -513,6 +513,7 @@ def reevaluate_run(run: Run) -> Reevaluated:
             said = f"Rerun #{request.pk} re-evaluated under rule {decided.rule_version}"
             log_rerun(request, f"{said}: {_logged_verdict(decided.level)}")
             outcome.changed += 1
+            _ended(request)  # decided again: what waits on its verdict follows it
         outcome.change = refresh_evidence(run)
         if outcome.changed or outcome.change:
             RERUN_VERDICT.retire_on_commit(run)

@@ -240,3 +240,22 @@ def test_the_policy_escalates_within_its_budget_and_not_at_all_when_off(
     off = report_from_the_form(demo("softmax-row-loop"), "wrong_numbers", django_capture_on_commit_callbacks)
     assert off.rerun is None
     assert not RerunRequest.objects.exists()
+
+
+def test_a_verdict_decided_again_carries_the_dispute_with_it(
+    moderator: tuple[User, Client], demo: Callable[[str], Run]
+) -> None:
+    user, _ = moderator
+    report = report_on(demo("rmsnorm-row-loop"))
+    rerun = escalate(report, user)
+    end_with(rerun, "succeeded", "not_reproduced")
+    report.refresh_from_db()
+    closed_at = report.dispute_closed_at
+    assert report.dispute_outcome == "upheld" and closed_at is not None
+    # As runs.reruns.reevaluate_run writes a verdict a new rule decides, and says so.
+    RerunRequest.objects.filter(pk=rerun.pk).update(verdict="reproduced")
+    rerun_ended.send(sender=RerunRequest, request=rerun)
+    report.refresh_from_db()
+    assert (report.dispute_outcome, report.status, report.dispute_closed_at) == ("rejected", "dismissed", closed_at)
+    logged = LogEntry.objects.filter(object_id=str(report.pk), change_message__startswith="Dispute decided again")
+    assert logged.exists()
