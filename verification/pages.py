@@ -14,10 +14,10 @@ from records.rerun import evidence_rule
 from records.schema import WorkloadSpec
 from runs import display
 from runs.extensions import RERUN_ORIGIN, RunPageDocuments, RunSection
-from runs.forms import RerunForm
 from runs.models import Document, Run
 from runs.selectors import document_value, hardware_class_for
 from verification import serializers
+from verification.forms import RerunForm
 from verification.policy import run_verification
 from verification.reruns import may_request_rerun
 from verification.selectors import RerunRow, evidence_history, live_hardware_classes, rerun_origin, rerun_rows

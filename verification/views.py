@@ -16,13 +16,13 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST, require_safe
 
 from records.canonical import canonical_text
-from runs.forms import RerunForm
 from runs.keyset import Cursor, KeysetPage, decode, normal_cursor
 from runs.selectors import get_run_or_404
 from runs.serializers import pagination_json
 from runs.views import JSON_CONTENT_TYPE
 from verification import pages as verification_pages
 from verification import policy as verification
+from verification.forms import RerunForm
 from verification.reruns import SYSTEM_USERNAME, RerunRefusedError, may_request_rerun, queued_message, request_rerun
 from verification.selectors import get_rerun_attestation_or_404
 from web import scopes
