@@ -38,18 +38,20 @@ from records.errors import RecordError
 from records.identity import RUN_ID_PATTERN
 from runs import pages, serializers
 from runs.forms import HARDWARE_MAX_LENGTH, RunSearchForm
-from runs.models import Definition, RerunRequest, WorkerKey
+from runs.models import Definition
 from runs.selectors import (
     document_value,
     get_definition_or_404,
     get_group_or_404,
     get_run_or_404,
-    rerun_row,
     run_documents,
     run_hardware_class,
     run_manifest_text,
 )
-from runs.worker_keys import site_public_key
+from verification.models import RerunRequest, WorkerKey
+from verification.selectors import rerun_row
+from verification.serializers import rerun_json, worker_key_json
+from verification.worker_keys import site_public_key
 from web import ratelimit
 
 RATE_WINDOW_SECONDS = 3600
@@ -249,9 +251,7 @@ def get_run(
     """A run's summary, and its canonical manifest with its evidence and reruns, as its `.json` twin serves it."""
     run = get_run_or_404(run_id)
     documents = run_documents(run)
-    environment = documents.get("environment")
-    reruns = pages.reruns_section(run, environment.value if environment else None, may_request_rerun=False)
-    manifest = run_manifest_text(run, documents, pages.twin_index(run, reruns))
+    manifest = run_manifest_text(run, documents, pages.twin_index(run, documents))
     withdrawn = {"at": run.withdrawn_at.isoformat(), "reason": run.withdrawn_reason} if run.withdrawn_at else None
     return {
         **serializers.run_summary(run),
@@ -320,7 +320,7 @@ def get_rerun(
     # The row the run page lists for this rerun (selectors.rerun_rows), read for this rerun alone.
     result = document_value(result_run.digest) if result_run else None
     row = rerun_row(found, result, run, run_hardware_class(run))
-    return {"run": {"runId": run.run_id, "url": run.get_absolute_url()}, **serializers.rerun_json(row)}
+    return {"run": {"runId": run.run_id, "url": run.get_absolute_url()}, **rerun_json(row)}
 
 
 @api.get(
@@ -333,6 +333,6 @@ def list_workers(request: HttpRequest) -> Any:
     """Every public key of this site's own rerun workers (never one a dump listed), with its revocation: what
     checks the attestation a rerun links (`python -m records.attestation verify ATTESTATION --keys
     workers.json`); and the site's own key, which signs every job a worker runs."""
-    workers = [serializers.worker_key_json(key) for key in WorkerKey.objects.registered_here().order_by("key_id")]
+    workers = [worker_key_json(key) for key in WorkerKey.objects.registered_here().order_by("key_id")]
     site_key = site_public_key()
     return {"workers": workers, "site": {"publicKey": site_key, "keyId": key_id(site_key)}}

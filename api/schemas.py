@@ -21,7 +21,8 @@ from records.hardware import CLASSES
 from records.manifest import INDEX_MEMBERS, MANIFEST_ROLES, REQUIRED_ROLES
 from records.schema import REFERENCE_FIELDS, ROLES, SPEC_MODELS, Closed, Envelope
 from records.sources import SOURCES
-from runs.models import RerunRequest, Run
+from runs.models import Run
+from verification.models import RerunRequest
 from web.middleware import NUL
 
 REF_TEMPLATE = "#/components/schemas/{model}"
@@ -41,7 +42,7 @@ else:
     SourceName = Literal[tuple(SOURCES)]
     EvidenceLevel = Literal[tuple(Run.Evidence.values)]
     RerunState = Literal[tuple(RerunRequest.State.values)]
-    # A rerun is only ever requested on a registered class (runs.reruns.request_rerun), and a worker serves one.
+    # A rerun is only ever requested on a registered class (verification.reruns.request_rerun), and a worker serves one.
     HardwareClassName = Literal[tuple(CLASSES)]
     DocumentRole = Literal[tuple(REFERENCE_FIELDS)]
 DIGEST = f"^{DIGEST_PATTERN.pattern}$"

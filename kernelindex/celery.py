@@ -2,7 +2,7 @@
 
 A worker started without -Q consumes the default queue (the periodic sweep,
 the daily dump) and the results queue (`kernelindex.results`), where rerun
-workers send their signed messages for the collector (runs/collector.py). It
+workers send their signed messages for the collector (verification/collector.py). It
 runs no kernel and serves no rerun queue: a rerun worker is `python -m
 harness.worker`, which holds no database and consumes the queue of its hardware
 class (`reruns.cpu`, `reruns.nvidia-h100`, ...); the site only sends to those.

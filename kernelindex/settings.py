@@ -144,6 +144,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "runs",
+    # Reruns, their workers and keys, the verification policy: imports runs, never imported by it.
+    "verification",
     "attestations",
     "api",
 ]
@@ -272,7 +274,7 @@ CONTENT_SECURITY_POLICY = "; ".join(
     ]
 )
 
-# Celery carries reruns (runs/tasks.py): the database row is the source of truth, the broker only carries
+# Celery carries reruns (verification/tasks.py): the database row is the source of truth, the broker only carries
 # its id. REDIS_URL doubles as the broker unless CELERY_BROKER_URL names another; without either, a folder
 # in var/ is the broker.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
@@ -306,7 +308,7 @@ CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT",
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
-# Controlled reruns (runs/reruns.py). The evidence rule's tolerance (records.rerun.verdict), a fraction:
+# Controlled reruns (verification/reruns.py). The evidence rule's tolerance (records.rerun.verdict), a fraction:
 # how much slower than claimed a kernel may run, and how wide a rerun's interval may be, to decide.
 RERUN_TOLERANCE = env_float("RERUN_TOLERANCE", 0.10)
 # The harness's limits for one rerun: wall time for the whole evaluation, and memory.
@@ -331,7 +333,7 @@ RERUN_SWEEP_SECONDS = env_float("RERUN_SWEEP_SECONDS", 30)
 SITE_KEY_FILE = Path(env_str("SITE_KEY_FILE") or VAR_DIR / "site.key")
 # Development only: run solutions without the bubblewrap sandbox where it is not installed.
 RERUN_UNSANDBOXED = env_bool("RERUN_UNSANDBOXED", False)
-# The verification policy (runs/verification.py): every rerunnable run, and every new version of one, is queued for
+# The verification policy (verification/policy.py): every rerunnable run, and every new version of one, is queued for
 # a rerun on its own hardware class by the periodic sweep, where a worker key of that class is registered, within
 # a day's budget of worker-seconds per class and at most VERIFICATION_MAX_IN_FLIGHT reruns of a class queued or
 # running at once. One at a time by default, so that `make run` leaves a laptop usable; production raises it.

@@ -17,7 +17,7 @@ Statement v1 (https://github.com/in-toto/attestation) of predicate type
   version and digest, protocol, environment, per-case results), the status of
   a second evaluation on fresh inputs where one ran, and the times.
 
-The site's collector (runs/collector.py) verifies it against the worker
+The site's collector (verification/collector.py) verifies it against the worker
 registry; the site publishes each envelope at /reruns/<id>/attestation.json
 and the keys at /api/v1/workers, and anyone verifies offline:
 

@@ -29,7 +29,7 @@ watched with MONITOR, and the options that narrow it to those keys:
   whose release is a Lua script (EVALSHA). A worker runs without it
   (WORKER_TRANSPORT_OPTIONS): it needs no such restore, because the site's sweep
   sends a job again when the worker that took it goes silent
-  (runs.reruns.sweep_reruns), while a restore an hour later would run it twice.
+  (verification.reruns.sweep_reruns), while a restore an hour later would run it twice.
 - A worker sends with declare=[] (harness.worker.sender): declaring the results
   queue would SADD to its binding tables and LLEN it; the site declares it.
 - Celery's remote control (a pidbox queue per worker, bound with a Lua script,

@@ -45,7 +45,7 @@ DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 LOG_TAIL_CHARS = 4000
 
 # The harness options a job may set (`python -m harness run --NAME VALUE`; a bool option is a flag, given
-# when True), with the types a value may have. The site chooses them per request (runs.reruns.harness_options)
+# when True), with the types a value may have. The site chooses them per request (verification.reruns.harness_options)
 # and the worker turns them into the command line (harness.worker.harness_command), so an option more is a
 # line here and a line there. Where the files are, and whether the sandbox is on, are the worker's alone: no
 # job names them.
@@ -66,7 +66,7 @@ OPTION_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$")
 def rerun_harness_options(
     *, device: str, protocol: str, tolerance: float, case_budget: float, timeout: float, memory_mb: int | None = None
 ) -> dict[str, str | int | float | bool]:
-    """The options every rerun is run with, by the site's settings: a job's `harness` (runs.reruns), and what a
+    """The options every rerun is run with, by the site's settings: a job's `harness` (verification.reruns), and what a
     benchmark of reruns runs (bench/verdicts, demo/measure.py), so both measure alike."""
     options: dict[str, str | int | float | bool] = {
         "device": device,
@@ -98,7 +98,7 @@ class _Closed(BaseModel):
 class RerunJob(_Closed):
     """One attempt of a rerun request, as its worker is sent it: the run's documents, the options, a fresh id.
 
-    The job id is new for every attempt (runs.reruns.new_job_id): an attestation answers one job, once.
+    The job id is new for every attempt (verification.reruns.new_job_id): an attestation answers one job, once.
     """
 
     jobId: str = Field(pattern=JOB_ID_PATTERN)  # noqa: N815 (the JSON's spelling)

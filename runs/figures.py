@@ -19,7 +19,7 @@ from typing import Any
 from django.db.models import Count, F, IntegerField, OuterRef, QuerySet, Subquery, Value, Window
 from django.db.models.functions import Coalesce, Rank, RowNumber
 
-from runs.models import LISTED, RANKED, ComparisonGroup, EvidenceChange, RerunRequest, Run, RunVersion
+from runs.models import LISTED, RANKED, ComparisonGroup, Run, RunVersion
 
 
 def refresh_group_figures(group_ids: Iterable[int]) -> None:
@@ -73,22 +73,9 @@ def rank_marks(ranked: QuerySet[Any], count: int) -> list[list[float | int]]:
     return [[latency, faster] for latency, faster in marked.values_list("latency_ns", "faster")]
 
 
+# Counted by the apps whose rows they count: reruns and evidence changes by verification
+# (verification.figures.refresh_run_counters), approved notes by attestations (attestations.models.count_notes).
 RUN_COUNTERS = ("rerun_count", "evidence_change_count", "note_count")
-
-
-def refresh_run_counters(run_ids: Iterable[int]) -> None:
-    """Recount what the run page lists for these runs from runs' own rows: reruns and evidence changes.
-
-    Its approved notes (note_count) are attestations' rows, counted there (attestations.models.count_notes):
-    attestations depends on runs, never the other way round.
-    """
-    ids = sorted(set(run_ids))
-    if not ids:
-        return
-    Run.objects.filter(pk__in=ids).update(
-        rerun_count=count_per_run(RerunRequest.objects.all()),
-        evidence_change_count=count_per_run(EvidenceChange.objects.all()),
-    )
 
 
 def refresh_version_counts(run_ids: Iterable[int]) -> None:

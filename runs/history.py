@@ -12,7 +12,7 @@ from typing import Any
 from django.urls import reverse
 
 from records.canonical import canonical_text
-from runs.models import Document, EvidenceChange, Run, RunStatusChange, RunVersion
+from runs.models import Document, Run, RunStatusChange, RunVersion
 from runs.selectors import run_digests
 
 # The parts of a run document a version names when it says what changed: each member of these.
@@ -63,8 +63,9 @@ def _canonical(value: Any) -> str:
     return canonical_text(value) if value is not None else ""
 
 
-def evidence_changes(run: Run) -> list[EvidenceChange]:
-    """Every change of the run's evidence level, oldest first, each with the rerun that made it."""
+def evidence_changes(run: Run) -> list[Any]:
+    """Every change of the run's evidence level, oldest first, each with the rerun that made it: verification's
+    EvidenceChange rows, read through the reverse relation Django gives the run (runs never imports verification)."""
     changes = run.evidence_changes.select_related("rerun", "rerun__result_run")
     return list(changes.order_by("changed_at", "id"))
 

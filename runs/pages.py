@@ -16,20 +16,21 @@ from functools import cache
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser, PermissionsMixin
 from django.core.paginator import EmptyPage, Page, PageNotAnInteger, Paginator
 from django.db.models import F, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.http import Http404, QueryDict
 from django.utils import timezone
 
-from records.rerun import evidence_rule
 from records.schema import EnvironmentSpec, ImplementationSpec, ProtocolSpec, RunSpec, WorkloadSpec
 from records.sources import SourceInfo
-from runs import display, serializers
+from runs import display
 from runs.charts import Mark, StripChart, latency_chart, score_chart
 from runs.citations import Citation
 from runs.display import format_latency as latency
-from runs.forms import RerunForm, RunSearchForm
+from runs.extensions import RERUN_ORIGIN, RunPageDocuments, run_sections
+from runs.forms import RunSearchForm
 from runs.keyset import KeysetPage, Part, decode, read_page
 from runs.models import (
     EVIDENCE_LABELS,
@@ -44,18 +45,11 @@ from runs.models import (
 from runs.search import COUNT_BOUND, bounded_count, newest_parts, search_parts
 from runs.selectors import (
     CHART_POINTS,
-    RerunRow,
     board_for,
     chart_latencies,
-    document_value,
-    evidence_history,
     group_size,
-    hardware_class_for,
     leaderboard,
-    live_hardware_classes,
     references_for,
-    rerun_origin,
-    rerun_rows,
     run_digests,
     run_manifest_text,
     run_rank,
@@ -64,7 +58,6 @@ from runs.selectors import (
     uses_source_order,
 )
 from runs.tables import run_url_maker
-from runs.verification import run_verification
 from web.cache import fragment_stamp, release_id
 from web.scopes import group_scope
 
@@ -138,8 +131,9 @@ def once(compute: Callable[[], T]) -> Callable[[], T]:
     return cache(compute)
 
 
-def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: bool) -> dict[str, Any]:
-    """Everything the run page shows, from the run's documents (selectors.run_documents)."""
+def run_page(run: Run, documents: dict[str, Document], user: PermissionsMixin | AnonymousUser) -> dict[str, Any]:
+    """Everything the run page shows, from the run's documents (selectors.run_documents), with the sections
+    other apps draw on it (runs/extensions.py) for the user who asks."""
     values = {role: document.value for role, document in documents.items()}
     # Each document is read through its kind's model once; the sections read these records' attributes.
     run_doc = display.read(values["run"], RunSpec)
@@ -150,8 +144,10 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
     implementation = display.spec_of(display.typed(values.get("implementation"), ImplementationSpec))
     cases = display.case_count(run_doc, workload, run.definition.case_count if run.definition else 0)
     identity = display.implementation_rows(implementation, run.title, run.source, run.external_id)
-    reruns = reruns_section(run, values.get("environment"), may_request_rerun=may_request_rerun, workload=workload)
-    origin = reruns["rerun_origin"]
+    sections: dict[str, Any] = {}
+    for section in run_sections():
+        sections.update(section.page(run, RunPageDocuments(values, workload), user))
+    origin = sections.get(RERUN_ORIGIN)
     rank = run_rank(run)
     return {
         "run": run,
@@ -179,10 +175,8 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
         "entry_point": once(lambda: display.entry_point_line(implementation)),
         "versions": list(run.versions.all()) if run.version_count > 1 else [],  # listed only if there are two
         "citation": citation(run, identity.implementation),
-        # Where the run stands with the verification policy (its place in the queue: the sweep retires it).
-        "verification": run_verification(run),
-        # The run counts what it has (runs.figures): a run without notes asks for none.
-        **reruns,
+        # What other apps show of the run: its reruns, evidence and place in the verification queue.
+        **sections,
     }
 
 
@@ -230,50 +224,14 @@ def citation(run: Run, author: str) -> Citation:
     )
 
 
-def reruns_section(
-    run: Run, environment: dict[str, Any] | None, *, may_request_rerun: bool, workload: WorkloadSpec | None = None
-) -> dict[str, Any]:
-    """The run page's reruns and evidence section; `environment` and `workload` are the run's documents
-    (the workload names the cases a rerun's results give by uuid)."""
-    own_class = hardware_class_for(run, environment)
-    reruns = rerun_rows(run, own_class)
-    may_rerun = may_request_rerun and not run.withdrawn_at
-    return {
-        "reruns": reruns,
-        "deciding_rerun": deciding_rerun(reruns),
-        # A rerun's own result run: its page says whose rerun it is, and its verdict.
-        "rerun_origin": rerun_origin(run),
-        "axes_by_uuid": display.workload_axes(workload),
-        "active_rerun": next((row.request for row in reruns if row.request.is_active), None),
-        "evidence_history": evidence_history(run),
-        "evidence_rule": evidence_rule(settings.RERUN_TOLERANCE),
-        "own_class": own_class,
-        "own_class_label": display.hardware_class_label(own_class) or own_class,
-        "rerun_form": RerunForm() if may_rerun else None,
-        # Only moderators see it, on pages of their own: a cached public page would show a stale worker list.
-        "live_classes": live_hardware_classes() if may_rerun else None,
-    }
-
-
-def twin_index(run: Run, reruns: dict[str, Any]) -> dict[str, Any]:
+def twin_index(run: Run, documents: dict[str, Document]) -> dict[str, Any]:
     """What the run's JSON twin (and the API's copy of it) carries beside its documents
-    (records.manifest.INDEX_MEMBERS): its evidence and reruns, and where it stands with the verification policy."""
-    return {**serializers.run_index_json(run, reruns), "verification": run_verification(run).as_json()}
-
-
-def reruns_fragment(run: Run, *, may_request_rerun: bool) -> dict[str, Any]:
-    """The reruns section alone, as the run page polls it; it reads the environment and workload documents."""
-    environment = document_value(run.environment_digest)
-    workload = display.spec_of(display.typed(document_value(run.workload_digest), WorkloadSpec))
-    section = reruns_section(run, environment, may_request_rerun=may_request_rerun, workload=workload)
-    return {"run": run, "oob": True, **section}
-
-
-def deciding_rerun(reruns: list[RerunRow]) -> RerunRow | None:
-    """The rerun the run page leads with: the latest conclusive one on the run's own hardware class, the one
-    the evidence rule lets decide (runs.reruns.refresh_evidence)."""
-    conclusive = [row for row in reruns if row.counts_for_evidence and row.request.verdict and row.request.finished_at]
-    return max(conclusive, key=lambda row: (row.request.finished_at, row.request.pk), default=None)
+    (records.manifest.INDEX_MEMBERS): each registered section's members (runs/extensions.py), such as its
+    evidence, reruns and where it stands with the verification policy."""
+    index: dict[str, Any] = {}
+    for section in run_sections():
+        index.update(section.twin(run, documents))
+    return index
 
 
 # -- comparison groups -------------------------------------------------------------

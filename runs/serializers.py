@@ -5,14 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from django.urls import reverse
 
-from records.rerun import RULE_VERSION
 from records.sources import SourceInfo
 from runs.forms import RunSearchForm
 from runs.keyset import KeysetPage
-from runs.models import ComparisonGroup, Definition, EvidenceChange, Run, WorkerKey
-from runs.selectors import RerunRow
+from runs.models import ComparisonGroup, Definition, Run
 
 
 def _timestamp(value: Any) -> str | None:
@@ -22,85 +19,6 @@ def _timestamp(value: Any) -> str | None:
 def utc_text(value: Any) -> str | None:
     """A time as dumps and the worker registry spell it: ISO 8601 in UTC, with a Z."""
     return value.isoformat().replace("+00:00", "Z") if value else None
-
-
-def worker_key_json(key: WorkerKey) -> dict[str, Any]:
-    """A worker's key as /api/v1/workers and a dump's workers.jsonl.gz publish it (records.attestation.PublishedKey)."""
-    return {
-        "name": key.name,
-        "classes": key.classes,
-        "publicKey": key.public_key,
-        "keyId": key.key_id,
-        "createdAt": utc_text(key.created_at),
-        "revokedAt": utc_text(key.revoked_at),
-    }
-
-
-def evidence_json(run: Run, rule: str, history: list[EvidenceChange]) -> dict[str, Any]:
-    return {
-        "level": run.evidence,
-        "rule": rule,
-        "ruleVersion": RULE_VERSION,
-        "since": _timestamp(history[0].changed_at) if history else None,
-        "history": [
-            {
-                "from": change.previous,
-                "to": change.evidence,
-                "at": _timestamp(change.changed_at),
-                "rerun": change.rerun_id,
-                "ruleVersion": change.rule_version,
-                "tolerance": change.tolerance,
-            }
-            for change in history
-        ],
-    }
-
-
-def rerun_json(row: RerunRow) -> dict[str, Any]:
-    request = row.request
-    result_run = request.result_run
-    return {
-        "id": request.pk,
-        "state": request.state,
-        "verdict": request.verdict or None,
-        "verdictReason": request.verdict_reason or None,
-        "attemptReasons": request.attempt_history,
-        "ruleVersion": request.rule_version,
-        "tolerance": request.tolerance,
-        "retryAt": _timestamp(request.retry_at),
-        "countsForEvidence": row.counts_for_evidence,
-        "hardware": request.hardware,
-        "hardwareProduct": row.hardware_product or None,
-        "reason": request.reason,
-        "requestedAt": _timestamp(request.requested_at),
-        "startedAt": _timestamp(request.started_at),
-        "finishedAt": _timestamp(request.finished_at),
-        "attempts": request.attempts,
-        "harnessSeconds": request.harness_seconds,
-        "failureStatus": request.failure_status or None,
-        "failureReason": request.failure_reason or None,
-        "latencyNs": row.latency or None,
-        "ratioToReported": row.ratio,
-        "resultRun": {"runId": result_run.run_id, "url": result_run.get_absolute_url(), "digest": result_run.digest}
-        if result_run
-        else None,
-        "attestation": reverse("runs:rerun_attestation", args=[request.pk]) if request.attestation_id else None,
-        # Verified again as this page was made (with the result run it signs); null where there is none.
-        "attestationVerified": row.attestation_verified,
-        # When the site took it in: a key revoked later still verifies it (python -m records.attestation verify
-        # --recorded-at).
-        "attestationRecordedAt": _timestamp(request.attestation.received_at) if request.attestation else None,
-        "cases": row.cases,
-    }
-
-
-def run_index_json(run: Run, reruns: dict[str, Any]) -> dict[str, Any]:
-    """What the run's manifest carries beside its documents (records.manifest.INDEX_MEMBERS), from
-    the reruns section of its page (pages.reruns_section)."""
-    return {
-        "evidence": evidence_json(run, reruns["evidence_rule"], reruns["evidence_history"]),
-        "reruns": [rerun_json(row) for row in reruns["reruns"]],
-    }
 
 
 # -- lists of runs -----------------------------------------------------------------

@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from django.urls import path, re_path
 
-from runs import feeds, verification_views, views
+from runs import feeds, views
 
+# The verification pages are served under this namespace too, with the names they had here
+# (kernelindex/urls.py adds verification/urls.py's patterns to these).
 app_name = "runs"
 
 urlpatterns = [
@@ -13,16 +15,12 @@ urlpatterns = [
     path("index.json", views.home_json, name="home_json"),
     path("runs/<str:run_id>.json", views.run_json, name="detail_json"),
     path("runs/<str:run_id>", views.run_detail, name="detail"),
-    path("runs/<str:run_id>/reruns", views.run_reruns, name="reruns"),
     path("runs/<str:run_id>/badge.svg", views.run_badge, name="badge"),
     path("runs/<str:run_id>/manifest", views.run_manifest, name="manifest"),
     path("runs/<str:run_id>/history.json", views.run_history_json, name="history_json"),
     path("runs/<str:run_id>/history", views.run_history, name="history"),
-    path("runs/<str:run_id>/rerun", views.request_rerun_view, name="request_rerun"),
     path("documents/<str:digest>.json", views.document_json, name="document"),
     path("dumps/", views.dump_list, name="dumps"),
-    path("verification.json", verification_views.verification_json, name="verification_json"),
-    path("verification", verification_views.verification_page, name="verification"),
     path("dumps/<str:name>/<str:file>", views.dump_file, name="dump_file"),
     path("groups/<str:key>/feed.atom", feeds.group_feed, name="group_feed"),
     path("groups/<str:key>.json", views.group_json, name="group_json"),
@@ -34,8 +32,6 @@ urlpatterns = [
     re_path(r"^definitions/(?P<source>[^/]+)/(?P<name>.+)$", views.definition_detail, name="definition"),
     path("sources/<str:key>/feed.atom", feeds.source_feed, name="source_feed"),
     path("sources/<str:key>.json", views.source_json, name="source_json"),
-    path("reruns/feed.atom", feeds.rerun_feed, name="rerun_feed"),
-    path("reruns/<int:rerun_id>/attestation.json", views.rerun_attestation, name="rerun_attestation"),
     path("sources/<str:key>", views.source_detail, name="source"),
     path("compare", views.compare_form, name="compare_form"),
     path("compare/<str:a>/<str:b>.json", views.compare_json, name="compare_json"),

@@ -6,26 +6,21 @@ A view looks up what its URL names, asks runs/pages.py for the page's context
 
 from __future__ import annotations
 
-from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.response import TemplateResponse
 from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_safe
 from django.views.decorators.vary import vary_on_headers
 
-from records.canonical import canonical_text
 from runs import badges, dumps, history, pages, serializers
-from runs.forms import CompareForm, RerunForm
+from runs.forms import CompareForm
 from runs.keyset import normal_cursor
-from runs.reruns import RerunRefusedError, may_request_rerun, queued_message, request_rerun
 from runs.selectors import (
     get_definition_or_404,
     get_document_or_404,
     get_group_or_404,
-    get_rerun_attestation_or_404,
     get_run_or_404,
     get_source_or_404,
     run_documents,
@@ -89,39 +84,9 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_run_or_404(run_id)
     # The page shows the run's rank and its group's #1, and its place in the verification queue.
     add_page_scopes(request, *scopes.run_page_scopes(run), scopes.VERIFICATION_PLACES)
-    context = pages.run_page(run, run_documents(run), may_request_rerun=may_request_rerun(request.user))
+    context = pages.run_page(run, run_documents(run), request.user)
     # A withdrawn run is gone from every ranking: 410, with the whole record below its tombstone notice.
     return TemplateResponse(request, "runs/run_detail.html", context, status=410 if run.withdrawn_at else 200)
-
-
-@require_safe
-@never_cache
-def run_reruns(request: HttpRequest, run_id: str) -> HttpResponse:
-    """The reruns section alone, which the run page polls while a rerun is queued or running."""
-    context = pages.reruns_fragment(get_run_or_404(run_id), may_request_rerun=may_request_rerun(request.user))
-    return TemplateResponse(request, "runs/_reruns.html#reruns", context)
-
-
-@require_POST
-def request_rerun_view(request: HttpRequest, run_id: str) -> HttpResponse:
-    """A moderator's button on the run page; everyone else gets 403, whatever they post."""
-    run = get_run_or_404(run_id)
-    if not may_request_rerun(request.user):
-        raise PermissionDenied("Requesting a rerun needs the rerun permission.")
-    form = RerunForm(request.POST)
-    if not form.is_valid():
-        errors = "; ".join(str(error) for errors in form.errors.values() for error in errors)
-        messages.error(request, f"Not queued: {errors}", extra_tags="reruns")
-    else:
-        try:
-            rerun = request_rerun(
-                run, user=request.user, hardware=form.cleaned_data["hardware"], reason=form.cleaned_data["reason"]
-            )
-        except RerunRefusedError as refusal:
-            messages.error(request, f"Not queued: {refusal}.", extra_tags="reruns")
-        else:
-            messages.success(request, queued_message(rerun), extra_tags="reruns")
-    return redirect(run.get_absolute_url() + "#reruns")
 
 
 @require_safe
@@ -134,9 +99,7 @@ def run_json(request: HttpRequest, run_id: str) -> HttpResponse:
         return JsonResponse(history.tombstone_json(run), status=410)
     add_page_scopes(request, scopes.VERIFICATION)
     documents = run_documents(run)
-    environment = documents.get("environment")
-    reruns = pages.reruns_section(run, environment.value if environment else None, may_request_rerun=False)
-    index = pages.twin_index(run, reruns)
+    index = pages.twin_index(run, documents)
     response = HttpResponse(run_manifest_text(run, documents, index), content_type=JSON_CONTENT_TYPE)
     response["Content-Disposition"] = f'inline; filename="run-{run.run_id}.manifest.json"'
     return response
@@ -186,16 +149,6 @@ def dump_list(request: HttpRequest) -> HttpResponse:
 def dump_file(request: HttpRequest, name: str, file: str) -> FileResponse:
     """One file of a listed dump; any other path is a 404."""
     return FileResponse(dumps.dump_file_or_404(name, file).open("rb"), as_attachment=file.endswith(".gz"))
-
-
-@require_safe
-def rerun_attestation(request: HttpRequest, rerun_id: int) -> HttpResponse:
-    """The DSSE envelope a rerun's worker signed, as it came: check it with `python -m records.attestation verify`
-    against the keys at /api/v1/workers."""
-    attestation = get_rerun_attestation_or_404(rerun_id)
-    response = HttpResponse(canonical_text(attestation.envelope), content_type=JSON_CONTENT_TYPE)
-    response["Content-Disposition"] = f'inline; filename="rerun-{rerun_id}.attestation.json"'
-    return response
 
 
 @require_safe

@@ -61,7 +61,7 @@ def clean_cache(settings: Any, tmp_path: Path) -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def verification_policy_off(settings: Any) -> None:
-    """The verification policy (runs/verification.py) queues reruns by itself: off, so that tests count only the
+    """The verification policy (verification/policy.py) queues reruns by itself: off, so that tests count only the
     reruns they ask for. tests/runs/test_verification_policy.py turns it on."""
     settings.VERIFICATION_POLICY = False
 

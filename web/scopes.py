@@ -35,7 +35,7 @@ from typing import Protocol
 from web.cache import bump_generation, bump_generation_on_commit, retire_pages, retire_pages_on_commit
 
 LISTS = "lists"
-# The verification policy's queue (runs/verification.py): /verification shows all of it (budgets, what ran today);
+# The verification policy's queue (verification/policy.py): /verification shows all of it (budgets, what ran today);
 # a run page shows only the run's place in it, retired when the places move, not at every rerun's end.
 VERIFICATION = "verification"
 VERIFICATION_PLACES = "verification-places"

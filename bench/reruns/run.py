@@ -142,8 +142,9 @@ def start_workers(env: dict[str, str], count: int, folder: Path) -> list[subproc
 
 
 def queue_and_wait(run_ids: list[str], timeout: float) -> list[Any]:
-    from runs.models import RerunRequest, Run
-    from runs.reruns import request_rerun
+    from runs.models import Run
+    from verification.models import RerunRequest
+    from verification.reruns import request_rerun
 
     requests = [request_rerun(Run.objects.get(run_id=run_id), user=None) for run_id in run_ids]
     pending = {request.pk for request in requests}

@@ -503,7 +503,7 @@ def _recorded_at(rerun: RerunLine, path: Path, line: int) -> datetime | None:
 
 def attested_line(attested: Attested) -> dict[str, Any]:
     """What a rerun line says of a rerun this attestation decided, field by field: what the site that took it
-    in wrote from it (runs.reruns.record_result, and record_failure where the harness wrote no result)."""
+    in wrote from it (verification.reruns.record_result, and record_failure where the harness wrote no result)."""
     predicate = attested.predicate
     said: dict[str, Any] = {
         "run": predicate.run,

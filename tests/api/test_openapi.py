@@ -14,9 +14,9 @@ from openapi_spec_validator import validate
 
 from api.models import ApiToken
 from runs.models import ComparisonGroup, Definition, Run
-from runs.reruns import request_rerun
 from tests.api.conftest import DEMO_MANIFESTS, SUBMIT_URL, demo_manifest, problem_in
 from tests.conftest import ImportRuns
+from verification.reruns import request_rerun
 
 OPENAPI_URL = "/api/v1/openapi.json"
 DOCS_URL = "/api/v1/docs"

@@ -22,10 +22,11 @@ import pytest
 from django.test import Client
 
 from api.models import issue_token
-from runs.models import RerunRequest, Run
+from runs.models import Run
 from runs.selectors import run_hardware_class
 from tests.api.conftest import DEMO_MANIFESTS, ROOT
 from tests.conftest import SEED_MANIFEST, ImportRuns
+from verification.models import RerunRequest
 
 FIXED_SEED = 26
 SECONDS = int(os.environ.get("SCHEMATHESIS_SECONDS", "50"))

@@ -13,9 +13,9 @@ from api.models import ApiToken, issue_token
 from api.submissions import MAX_BODY_BYTES
 from records import schema
 from runs.models import Document, Run
-from runs.reruns import runnable_documents
 from tests.api.conftest import JSONL, SUBMIT_URL, Submit, demo_lines, demo_manifest, problem_in
 from tests.conftest import SEED_MANIFEST
+from verification.reruns import runnable_documents
 
 pytestmark = pytest.mark.django_db
 

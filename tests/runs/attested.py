@@ -1,5 +1,5 @@
 """Reruns answered as a rerun worker answers them, in the test's process: a registered key, the messages it
-signs (harness.worker) and the collector that takes them (runs.collector), without a broker."""
+signs (harness.worker) and the collector that takes them (verification.collector), without a broker."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from records.attestation import (
     sign_envelope,
 )
 from records.canonical import digest
-from runs.collector import collect
-from runs.models import RerunRequest, WorkerKey
-from runs.reruns import requested_documents, rerun_job, result_run_manifest
-from runs.worker_keys import site_public_key
+from verification.collector import collect
+from verification.models import RerunRequest, WorkerKey
+from verification.reruns import requested_documents, rerun_job, result_run_manifest
+from verification.worker_keys import site_public_key
 
 INSTANCE = "tests:1"
 WORKER = "tests-worker"

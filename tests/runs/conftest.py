@@ -27,9 +27,10 @@ from records.hardware import HARDWARE_CLASSES
 from records.schema import REFERENCE_FIELDS, make_document
 from records.sources.runnable import read_definition_folder, read_solution
 from records.worker_protocol import RESULTS_QUEUE
-from runs.models import RerunRequest, Run
-from runs.worker_keys import create_worker_key
+from runs.models import Run
 from tests.conftest import ImportRuns
+from verification.models import RerunRequest
+from verification.worker_keys import create_worker_key
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEMO = ROOT / "demo"

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from runs.models import Document, RerunRequest, Run
-from runs.reruns import request_rerun
+from runs.models import Document, Run
 from tests.results import harness_result
 from tests.runs import attested
+from verification.models import RerunRequest
+from verification.reruns import request_rerun
 
 # Errors as a float32 comparison leaves them: more digits than anyone reads.
 ABS_ERROR = 0.0000019073486328125

@@ -25,8 +25,8 @@ from records import broker
 from records.hardware import queue_of
 from records.worker_protocol import JOB_TASK, MESSAGE_TASK, RESULTS_QUEUE
 from runs.models import Run
-from runs.reruns import SWEPT_AT, SweepResult, sweep_reruns
 from tests.runs.conftest import RedisServer, Worker
+from verification.reruns import SWEPT_AT, SweepResult, sweep_reruns
 from web.cache import GENERATION_KEY, page_address, page_key, scope_key
 
 CLASS = "cpu"

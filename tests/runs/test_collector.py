@@ -18,13 +18,14 @@ from django.utils import timezone
 
 from harness.parent.worker import worker_message
 from records.attestation import STATEMENT_PAYLOAD_TYPE, rerun_statement, sign_envelope, verified_statement
-from runs.collector import collect
-from runs.models import Document, EvidenceChange, RerunAttestation, RerunRequest, RerunWorker, Run, WorkerKey
-from runs.reruns import request_rerun
-from runs.worker_keys import revoke_worker_key
+from runs.models import Document, Run
 from tests.results import harness_result
 from tests.runs import attested
 from tests.runs.attested import INSTANCE, attestation, claim, predicate, result_message, worker_identity
+from verification.collector import collect
+from verification.models import EvidenceChange, RerunAttestation, RerunRequest, RerunWorker, WorkerKey
+from verification.reruns import request_rerun
+from verification.worker_keys import revoke_worker_key
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("memory_broker")]
 
@@ -48,10 +49,10 @@ def refused(caplog: pytest.LogCaptureFixture) -> Callable[[dict[str, Any], str],
     def send(message: dict[str, Any], why: str) -> None:
         before = written()
         caplog.clear()
-        with caplog.at_level(logging.INFO, logger="runs.collector"):
+        with caplog.at_level(logging.INFO, logger="verification.collector"):
             refusal = collect(message)
         assert refusal is not None and why in refusal, refusal
-        lines = [record for record in caplog.records if record.name == "runs.collector"]
+        lines = [record for record in caplog.records if record.name == "verification.collector"]
         assert [record.getMessage() for record in lines] == [f"worker message refused: {refusal}"]
         assert written() == before
 

@@ -16,8 +16,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from runs.models import RerunRequest, Run
+from runs.models import Run
 from tests.runs.conftest import WORKER_SETTINGS, Worker, wait_for
+from verification.models import RerunRequest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

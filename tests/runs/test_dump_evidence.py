@@ -21,25 +21,15 @@ from django.test import Client
 from attestations.models import Attestation, IssueReport
 from attestations.services import moderate_attestations, set_report_status
 from harness.parent.worker import worker_message
-from runs.collector import collect
 from runs.dump_sections import reset_sequence
-from runs.models import (
-    ComparisonGroup,
-    Definition,
-    Document,
-    EvidenceChange,
-    ImportLog,
-    RerunRequest,
-    Run,
-    RunVersion,
-    SourceBoard,
-    WorkerKey,
-)
-from runs.reruns import cancel_rerun, request_rerun
+from runs.models import ComparisonGroup, Definition, Document, ImportLog, Run, RunVersion, SourceBoard
 from tests.conftest import ImportRuns
 from tests.pages import visible_text
 from tests.runs import attested
 from tests.runs.run_page_reruns import result_on_cases
+from verification.collector import collect
+from verification.models import EvidenceChange, RerunRequest, WorkerKey
+from verification.reruns import cancel_rerun, request_rerun
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
 

@@ -23,7 +23,7 @@ from django.test import Client
 
 from records.attestation import STATEMENT_PAYLOAD_TYPE, key_id, public_key_text, rerun_statement, sign_envelope
 from runs.dump_sections import reset_sequence
-from runs.models import Document, EvidenceChange, RerunAttestation, RerunRequest, Run, WorkerKey
+from runs.models import Document, Run
 from tests.conftest import ImportRuns
 from tests.pages import visible_text
 from tests.runs import attested, test_dump_evidence
@@ -35,6 +35,7 @@ from tests.runs.test_dump_evidence import (
     rewrite_lines,
     rewrite_reruns,
 )
+from verification.models import EvidenceChange, RerunAttestation, RerunRequest, WorkerKey
 
 # Reruns numbered from 1 in every test, as the lines below name them (PostgreSQL's sequences outlive a test's
 # rolled-back transaction).
@@ -372,4 +373,4 @@ def test_a_key_kept_from_a_dump_is_shown_as_published_by_it_wherever_keys_are_sh
     call_command("worker_key", "list", stdout=listed)
     assert f"{published}: not one of this site's workers" in listed.getvalue()
     client.force_login(User.objects.create_superuser("admin", password="x"))
-    assert published in visible_text(client.get("/admin/runs/workerkey/").content)
+    assert published in visible_text(client.get("/admin/verification/workerkey/").content)

@@ -11,9 +11,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from runs.models import ComparisonGroup, Definition, RerunRequest, Run
+from runs.models import ComparisonGroup, Definition, Run
 from tests.conftest import ImportRuns
 from tests.pages import sol_records, write_jsonl
+from verification.models import RerunRequest
 from web.scopes import RERUN_VERDICT
 
 ATOM = "application/atom+xml"

@@ -14,11 +14,12 @@ from django.test import Client
 from attestations.models import Attestation, IssueReport
 from attestations.services import moderate_attestations, set_report_status
 from runs import figures
-from runs.models import ComparisonGroup, RerunRequest, Run
-from runs.reruns import request_rerun
+from runs.models import ComparisonGroup, Run
 from runs.services import restore_run, withdraw_run
 from tests.results import harness_result
 from tests.runs import attested
+from verification.models import RerunRequest
+from verification.reruns import request_rerun
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
 

@@ -11,10 +11,11 @@ from django.test import Client
 
 from attestations.models import IssueReport
 from attestations.services import set_report_status
-from runs.models import EvidenceChange, RerunRequest, Run, RunStatusChange
+from runs.models import Run, RunStatusChange
 from runs.services import restore_run, withdraw_run
 from tests.conftest import ImportRuns
 from tests.pages import sol_records, squeezed, visible_text, write_jsonl
+from verification.models import EvidenceChange, RerunRequest
 
 
 def history_text(client: Client, run: Run) -> str:

@@ -18,9 +18,10 @@ from django.contrib.auth.models import User
 
 from records.canonical import canonical_bytes
 from records.hardware import queue_of
-from runs.models import RerunRequest, Run
-from runs.reruns import request_rerun
+from runs.models import Run
 from tests.runs.conftest import RedisServer, Worker, wait_for
+from verification.models import RerunRequest
+from verification.reruns import request_rerun
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

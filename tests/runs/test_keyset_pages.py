@@ -13,11 +13,13 @@ from django.test.utils import CaptureQueriesContext
 
 from attestations.models import Attestation
 from runs import figures
-from runs.figures import refresh_group_figures, refresh_run_counters
-from runs.models import ComparisonGroup, RerunRequest, Run
+from runs.figures import refresh_group_figures
+from runs.models import ComparisonGroup, Run
 from runs.selectors import get_run_or_404, latency_position, run_rank
 from tests.conftest import ImportRuns
 from tests.pages import sol_records, write_jsonl
+from verification.figures import refresh_run_counters
+from verification.models import RerunRequest
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from django.test import Client
 
 from runs.figures import refresh_group_figures
-from runs.models import EVIDENCE_LABELS, RerunRequest, Run
+from runs.models import EVIDENCE_LABELS, Run
+from verification.models import RerunRequest
 
 STATUS = re.compile(r'<span class="status status-(\w+)">([^<]*)</span>')
 

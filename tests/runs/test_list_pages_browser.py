@@ -30,7 +30,8 @@ def disputed(import_runs: ImportRuns) -> Run:
     import_runs(ROOT / "demo", SAMPLE_DATA / "sol-execbench" / "submissions.jsonl")
     run = Run.objects.get(source="kernelindex", implementation_name="rmsnorm-row-loop", external_id__startswith="demo")
     assert Run.objects.rankable().filter(group=run.group).order_by("latency_ns").first() == run  # reported fastest
-    # What a rerun's verdict writes (runs.reruns.refresh_evidence); the group's figures kept as every writer keeps them.
+    # What a rerun's verdict writes (verification.reruns.refresh_evidence); the group's figures kept as every
+    # writer keeps them.
     Run.objects.filter(pk=run.pk).update(evidence=Run.Evidence.NOT_REPRODUCED)
     refresh_group_figures([run.group_id])
     run.refresh_from_db()

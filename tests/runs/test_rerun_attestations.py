@@ -23,9 +23,10 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
-from runs.models import RerunRequest, Run
+from runs.models import Run
 from tests.pages import visible_text
 from tests.runs.conftest import ROOT, Worker, wait_for
+from verification.models import RerunRequest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # What must never reach a rerun worker: the site's database, settings and secrets.

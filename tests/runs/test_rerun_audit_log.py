@@ -14,9 +14,9 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import User
 
 from runs.models import Run
-from runs.reruns import reevaluate_run, request_rerun
 from tests.results import harness_result
 from tests.runs import attested
+from verification.reruns import reevaluate_run, request_rerun
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
 SYSTEM_ACCOUNT = "kernelindex"

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from runs.models import Run
-from runs.reruns import request_rerun
 from tests.runs.attested import rerun_here
 from tests.test_browser_walk import ARTIFACTS
+from verification.reruns import request_rerun
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("memory_broker")]
 

@@ -22,12 +22,13 @@ from django.test import Client
 from api.models import issue_token
 from records.canonical import canonical_text, digest
 from records.schema import REFERENCE_FIELDS
-from runs.models import Document, RerunRequest, Run, RunVersion
-from runs.reruns import request_rerun
+from runs.models import Document, Run, RunVersion
 from tests.conftest import ImportRuns
 from tests.results import harness_result
 from tests.runs import attested
 from tests.runs.conftest import demo_manifest_parts
+from verification.models import RerunRequest
+from verification.reruns import request_rerun
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
 

@@ -17,9 +17,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from records.rerun import KERNEL_FAULTS
-from runs.models import RerunRequest, Run
+from runs.models import Run
 from tests.pages import squeezed, visible_text
 from tests.runs.conftest import Worker, wait_for
+from verification.models import RerunRequest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,12 +20,13 @@ from api.models import issue_token
 from records.canonical import canonical_text
 from records.identity import NATIVE_SOURCE, run_id_for
 from records.rerun import RerunOf, rerun_external_id
-from runs.models import Document, RerunRequest, Run, RunVersion
-from runs.reruns import request_rerun
+from runs.models import Document, Run, RunVersion
 from tests.conftest import ImportRuns
 from tests.rerun_squats import SCHEMA_REFUSED, SQUATS, reported_manifest, rerun_permalink, squat, under_another_source
 from tests.results import harness_result
 from tests.runs import attested
+from verification.models import RerunRequest
+from verification.reruns import request_rerun
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
 REQUEST_NUMBERS = (1, 2, 3)

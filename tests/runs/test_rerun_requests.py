@@ -14,11 +14,12 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 
-from runs.models import RerunRequest, RerunWorker, Run
-from runs.reruns import RerunRefusedError, beat_worker, request_rerun, sweep_reruns
+from runs.models import Run
 from tests.conftest import SEED_MANIFEST, ImportRuns
 from tests.pages import visible_text
 from tests.runs.conftest import use_broker
+from verification.models import RerunRequest, RerunWorker
+from verification.reruns import RerunRefusedError, beat_worker, request_rerun, sweep_reruns
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
 UNREACHABLE_BROKER = "redis://127.0.0.1:9/0"  # the discard port: nothing listens there
@@ -165,7 +166,7 @@ def test_a_request_for_a_class_without_a_live_worker_says_it_will_wait(
     page = visible_text(client.get(run.get_absolute_url()).content)
     assert "Live rerun workers: cpu (1)." in page
     assert "No cpu worker is live" not in page
-    admin = visible_text(client.get("/admin/runs/rerunworker/").content)
+    admin = visible_text(client.get("/admin/verification/rerunworker/").content)
     assert "Classes with a live worker: cpu (1). A rerun requested on any other waits: nvidia-gb200" in admin
 
 
@@ -219,7 +220,7 @@ def test_after_the_site_was_away_the_sweep_takes_nothing_back_until_beats_could_
     """A web tier that stalled or restarted heard no beat meanwhile: they may still wait on the results queue."""
     from django.core.cache import cache
 
-    from runs.reruns import SWEPT_AT
+    from verification.reruns import SWEPT_AT
 
     rerun = request_rerun(demo("rmsnorm-vectorised"), user=moderator)
     long_ago = timezone.now() - timedelta(hours=1)

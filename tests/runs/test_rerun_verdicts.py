@@ -17,12 +17,13 @@ from django.utils import timezone
 from harness.parent.worker import harness_command, read_job
 from records.rerun import RULE_VERSION
 from records.sources import rerun_protocol_of
-from runs.models import EvidenceChange, RerunRequest, Run
-from runs.reruns import request_rerun, rerun_job, sweep_reruns
-from runs.worker_keys import site_public_key
+from runs.models import Run
 from tests.pages import visible_text
 from tests.results import harness_result
 from tests.runs import attested
+from verification.models import EvidenceChange, RerunRequest
+from verification.reruns import request_rerun, rerun_job, sweep_reruns
+from verification.worker_keys import site_public_key
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
 

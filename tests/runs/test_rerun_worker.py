@@ -15,9 +15,10 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import User
 from django.test import Client
 
-from runs.models import RerunRequest, RerunWorker, Run
+from runs.models import Run
 from tests.pages import queries_for, squeezed, visible_text
 from tests.runs.conftest import WORKER_SETTINGS, RedisServer, Worker, wait_for
+from verification.models import RerunRequest, RerunWorker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

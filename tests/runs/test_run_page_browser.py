@@ -11,9 +11,10 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from runs.display import format_latency
-from runs.models import RerunRequest, Run
+from runs.models import Run
 from tests.runs.run_page_reruns import record_rerun, result_on_cases
 from tests.test_browser_walk import ARTIFACTS
+from verification.models import RerunRequest
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("memory_broker")]
 WIDTHS = [1280, 390]

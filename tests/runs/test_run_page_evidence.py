@@ -12,10 +12,11 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from runs.display import axes_text, shape_text
-from runs.models import Definition, RerunRequest, Run
+from runs.models import Definition, Run
 from tests.conftest import ImportRuns
 from tests.pages import visible_text
 from tests.runs.run_page_reruns import demo_case_uuids, record_rerun, result_on_cases
+from verification.models import RerunRequest
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
 
@@ -62,8 +63,8 @@ def test_without_a_conclusive_rerun_the_top_block_says_so(client: Client, demo: 
 
 
 def record_rerun_on(run: Run, hardware: str) -> RerunRequest:
-    from runs.reruns import request_rerun
     from tests.runs import attested
+    from verification.reruns import request_rerun
 
     return attested.finish(request_rerun(run, user=None, hardware=hardware), result_on_cases(run, median=1e9))
 

@@ -24,13 +24,14 @@ from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer import SSlibKey
 
 from records.canonical import canonical_bytes
-from runs.models import RerunAttestation, RerunRequest, Run
-from runs.reruns import request_rerun
-from runs.worker_keys import revoke_worker_key
+from runs.models import Run
 from tests.pages import visible_text
 from tests.results import harness_result
 from tests.runs.attested import WORKER, finish, rerun_here
 from tests.runs.conftest import ROOT
+from verification.models import RerunAttestation, RerunRequest
+from verification.reruns import request_rerun
+from verification.worker_keys import revoke_worker_key
 from web.cache import bump_generation
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("memory_broker")]

@@ -1,4 +1,4 @@
-"""The verification policy (runs/verification.py): what the sweep queues by itself, in what order, within what
+"""The verification policy (verification/policy.py): what the sweep queues by itself, in what order, within what
 budget; and /verification and the run page, which say where each run stands."""
 
 from __future__ import annotations
@@ -14,13 +14,15 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from runs import tasks, verification
-from runs.models import RerunRequest, Run, RunVersion, VerificationPause
-from runs.reruns import SYSTEM_USERNAME
-from runs.worker_keys import create_worker_key, revoke_worker_key
+from runs.models import Run, RunVersion
 from tests.conftest import ImportRuns
 from tests.pages import visible_text
 from tests.runs.conftest import DEMO
+from verification import policy as verification
+from verification import tasks
+from verification.models import RerunRequest, VerificationPause
+from verification.reruns import SYSTEM_USERNAME
+from verification.worker_keys import create_worker_key, revoke_worker_key
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
 # The demo's runs with a latency, by comparison group: each group's #1 first, then its rank 2, then 3.
@@ -119,7 +121,7 @@ def test_a_paused_class_queues_nothing_until_resumed(
     policy: Any, demo: Callable[[str], Run], client: Client, admin_user: User
 ) -> None:
     client.force_login(admin_user)
-    client.post("/admin/runs/verificationpause/add/", {"hardware_class": "cpu", "reason": "maintenance"})
+    client.post("/admin/verification/verificationpause/add/", {"hardware_class": "cpu", "reason": "maintenance"})
     pause = VerificationPause.objects.get()
     assert (pause.hardware_class, pause.paused_by) == ("cpu", admin_user)
     assert sweep()["verifying"] == 0
@@ -224,7 +226,7 @@ def test_the_verification_page_and_its_json_show_the_order_the_budget_and_what_r
 
 
 def test_the_waiting_list_is_paginated(policy: Any, demo: Callable[[str], Run], client: Client) -> None:
-    from runs import verification_views
+    from verification import views as verification_views
 
     first = verification_views.waiting_page(verification.build_queue(), None, size=5)
     second = verification_views.waiting_page(verification.build_queue(), first.next_cursor, size=5)

@@ -16,11 +16,12 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from records.attestation import key_id, new_private_key, public_key_text, read_key_file
-from runs.models import RerunAttestation, Run, WorkerKey
-from runs.reruns import request_rerun
-from runs.worker_keys import local_worker_key, revoke_worker_key, site_public_key
+from runs.models import Run
 from tests.results import harness_result
 from tests.runs import attested
+from verification.models import RerunAttestation, WorkerKey
+from verification.reruns import request_rerun
+from verification.worker_keys import local_worker_key, revoke_worker_key, site_public_key
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("memory_broker")]
 
@@ -120,14 +121,15 @@ def test_verify_attestations_checks_every_stored_one(demo: Callable[[str], Run])
 def test_the_admin_registers_a_key_by_its_public_half_and_revokes_it(client: Client) -> None:
     client.force_login(User.objects.create_superuser("admin", password="x"))
     public = public_key_text(new_private_key().public_key())
-    refused = client.post("/admin/runs/workerkey/add/", {"name": "gpu-9", "hardware": "cpu", "public_key": "abc"})
+    form = {"name": "gpu-9", "hardware": "cpu", "public_key": "abc"}
+    refused = client.post("/admin/verification/workerkey/add/", form)
     assert refused.status_code == 200 and "not an ed25519 public key" in refused.content.decode()
     added = client.post(
-        "/admin/runs/workerkey/add/", {"name": "gpu-9", "hardware": "nvidia-h100, cpu", "public_key": public}
+        "/admin/verification/workerkey/add/", {"name": "gpu-9", "hardware": "nvidia-h100, cpu", "public_key": public}
     )
     assert added.status_code == 302, added.content.decode()[:2000]
     key = WorkerKey.objects.get(name="gpu-9")
     assert (key.hardware, key.key_id, key.revoked_at) == ("cpu,nvidia-h100", key_id(public), None)
-    client.post("/admin/runs/workerkey/", {"action": "revoke", "_selected_action": [key.pk]})
+    client.post("/admin/verification/workerkey/", {"action": "revoke", "_selected_action": [key.pk]})
     key.refresh_from_db()
     assert key.revoked_at is not None

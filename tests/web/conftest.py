@@ -14,8 +14,9 @@ from django.utils import timezone
 
 from attestations.models import Attestation, IssueReport
 from records.attestation import STATEMENT_PAYLOAD_TYPE, key_id, new_private_key, public_key_text
-from runs.models import Definition, RerunAttestation, RerunRequest, Run, WorkerKey
+from runs.models import Definition, Run
 from tests.conftest import ImportRuns
+from verification.models import RerunAttestation, RerunRequest, WorkerKey
 
 
 def named_patterns(resolver: URLResolver, namespace: str = "") -> Iterator[tuple[str, URLPattern]]:

@@ -53,7 +53,7 @@ WRITERS = {
 EXAMPLE_ARGUMENTS = {"a": "A", "b": "B", "key": "K", "name": "N", "source": "S", "run_id": "R", "digest": "D"}
 # The functions that retire pages directly; outside web/, only a declared writer calls them.
 LOW_LEVEL = {"bump_generation", "bump_generation_on_commit", "retire_pages", "retire_pages_on_commit"}
-PACKAGES = ("runs", "attestations", "api", "records", "harness", "kernelindex")
+PACKAGES = ("runs", "verification", "attestations", "api", "records", "harness", "kernelindex")
 
 
 def views(resolver: URLResolver) -> Iterator[tuple[str, Callable[..., Any]]]:

@@ -14,7 +14,7 @@ from django.db import connections
 from harness.parent.environment import detect_hardware_class
 from harness.parent.worker import HARNESS_ENVIRONMENT
 from records.hardware import hardware_class_named
-from runs.worker_keys import local_worker_key
+from verification.worker_keys import local_worker_key
 
 
 class Command(BaseCommand):

@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from records.attestation import AttestationError, Attested, PublishedKey, read_envelope, verify_with_key_set
 from runs.dump_sections import trusted_keys
 from runs.management.commands.import_runs import pinned_keys
-from runs.models import RerunAttestation
+from verification.models import RerunAttestation
 
 
 class Command(BaseCommand):

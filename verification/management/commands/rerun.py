@@ -9,8 +9,9 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.models import EVIDENCE_LABELS, INCONCLUSIVE, RerunRequest, Run
-from runs.reruns import RerunRefusedError, may_request_rerun, queued_message, request_rerun
+from runs.models import EVIDENCE_LABELS, INCONCLUSIVE, Run
+from verification.models import RerunRequest
+from verification.reruns import RerunRefusedError, may_request_rerun, queued_message, request_rerun
 
 POLL_SECONDS = 0.5
 

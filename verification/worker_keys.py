@@ -33,7 +33,7 @@ from records.attestation import (
     read_key_file,
 )
 from records.hardware import UnknownHardwareClassError, hardware_class_named
-from runs.models import WorkerKey
+from verification.models import WorkerKey
 
 LOCAL_KEY_FILE = "worker-local.key"
 SITE_KEY_LINE = "# KernelIndex site key: signs the rerun jobs this site sends. Keep it; never hand it out.\n"

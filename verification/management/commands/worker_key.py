@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runs.models import WorkerKey
-from runs.worker_keys import WorkerKeyError, create_worker_key, revoke_worker_key
+from verification.models import WorkerKey
+from verification.worker_keys import WorkerKeyError, create_worker_key, revoke_worker_key
 
 
 class Command(BaseCommand):

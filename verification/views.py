@@ -1,19 +1,30 @@
-"""/verification and /verification.json: what the verification policy (runs/verification.py) has waiting, in
-what order and why, what ran today, and each hardware class's budget, pause and worker."""
+"""/verification and /verification.json: what the verification policy (verification/policy.py) has waiting, in
+what order and why, what ran today, and each hardware class's budget, pause and worker; and the run page's
+rerun views: the polled reruns section, a moderator's request, and a rerun's attestation."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.utils import timezone
-from django.views.decorators.http import require_safe
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_POST, require_safe
 
-from runs import verification
+from records.canonical import canonical_text
 from runs.keyset import Cursor, KeysetPage, decode, normal_cursor
-from runs.reruns import SYSTEM_USERNAME
+from runs.selectors import get_run_or_404
 from runs.serializers import pagination_json
+from runs.views import JSON_CONTENT_TYPE
+from verification import pages as verification_pages
+from verification import policy as verification
+from verification.forms import RerunForm
+from verification.reruns import SYSTEM_USERNAME, RerunRefusedError, may_request_rerun, queued_message, request_rerun
+from verification.selectors import get_rerun_attestation_or_404
 from web import scopes
 from web.cache import cached_page
 
@@ -50,7 +61,7 @@ def verification_context(request: HttpRequest) -> dict[str, Any]:
 @require_safe
 @cached_page(scopes.VERIFICATION_PAGE, params={"after": normal_cursor})
 def verification_page(request: HttpRequest) -> HttpResponse:
-    return TemplateResponse(request, "runs/verification.html", verification_context(request))
+    return TemplateResponse(request, "verification/verification.html", verification_context(request))
 
 
 @require_safe
@@ -81,3 +92,48 @@ def verification_json(request: HttpRequest) -> JsonResponse:
             ],
         }
     )
+
+
+# -- a run's reruns -----------------------------------------------------------------
+
+
+@require_safe
+@never_cache
+def run_reruns(request: HttpRequest, run_id: str) -> HttpResponse:
+    """The reruns section alone, which the run page polls while a rerun is queued or running."""
+    context = verification_pages.reruns_fragment(
+        get_run_or_404(run_id), may_request_rerun=may_request_rerun(request.user)
+    )
+    return TemplateResponse(request, "verification/_reruns.html#reruns", context)
+
+
+@require_POST
+def request_rerun_view(request: HttpRequest, run_id: str) -> HttpResponse:
+    """A moderator's button on the run page; everyone else gets 403, whatever they post."""
+    run = get_run_or_404(run_id)
+    if not may_request_rerun(request.user):
+        raise PermissionDenied("Requesting a rerun needs the rerun permission.")
+    form = RerunForm(request.POST)
+    if not form.is_valid():
+        errors = "; ".join(str(error) for errors in form.errors.values() for error in errors)
+        messages.error(request, f"Not queued: {errors}", extra_tags="reruns")
+    else:
+        try:
+            rerun = request_rerun(
+                run, user=request.user, hardware=form.cleaned_data["hardware"], reason=form.cleaned_data["reason"]
+            )
+        except RerunRefusedError as refusal:
+            messages.error(request, f"Not queued: {refusal}.", extra_tags="reruns")
+        else:
+            messages.success(request, queued_message(rerun), extra_tags="reruns")
+    return redirect(run.get_absolute_url() + "#reruns")
+
+
+@require_safe
+def rerun_attestation(request: HttpRequest, rerun_id: int) -> HttpResponse:
+    """The DSSE envelope a rerun's worker signed, as it came: check it with `python -m records.attestation verify`
+    against the keys at /api/v1/workers."""
+    attestation = get_rerun_attestation_or_404(rerun_id)
+    response = HttpResponse(canonical_text(attestation.envelope), content_type=JSON_CONTENT_TYPE)
+    response["Content-Disposition"] = f'inline; filename="rerun-{rerun_id}.attestation.json"'
+    return response

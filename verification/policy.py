@@ -1,7 +1,7 @@
 """The verification policy: which runs KernelIndex reruns without being asked, in what order, within what budget.
 
 Every run whose implementation publishes sources and whose definition has a reference (the runs a moderator
-could ask a rerun of: runs.reruns.runnable_documents), and every new version of one, is queued for a rerun on
+could ask a rerun of: verification.reruns.runnable_documents), and every new version of one, is queued for a rerun on
 its own hardware class, requested by the system account, when a worker key of that class is registered here
 and the class is not paused (VerificationPause), until a conclusive rerun of its current version on that class
 has decided it. A class queues within a budget: VERIFICATION_BUDGET_SECONDS_PER_DAY worker-seconds a day (what
@@ -9,8 +9,8 @@ today's finished reruns took, and an estimate for those queued or running) and V
 reruns queued or running at once. The order: a run that would take #1 of its comparison group first, then by
 its rank in its group, then the oldest version first.
 
-The periodic sweep (runs.tasks.sweep_reruns) applies it, so a run imported is queued within RERUN_SWEEP_SECONDS.
-Nothing else in runs/ imports this module but that task, the URLs (runs.verification_views) and the run page
+The periodic sweep (verification.tasks.sweep_reruns) applies it, so a run imported is queued within RERUN_SWEEP_SECONDS.
+Nothing else in runs/ imports this module but that task, the URLs (verification.views) and the run page
 (runs.pages): it is a domain of its own, meant to become an app of its own.
 """
 
@@ -30,17 +30,10 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from records.hardware import hardware_class, hardware_class_of
-from runs.models import (
-    RANKABLE,
-    RANKED,
-    RerunRequest,
-    Run,
-    RunVersion,
-    VerificationPause,
-    WorkerKey,
-)
-from runs.reruns import RerunRefusedError, request_rerun, runnable_documents, system_user
+from runs.models import RANKABLE, RANKED, Run, RunVersion
 from runs.selectors import document_value, run_hardware_class
+from verification.models import RerunRequest, VerificationPause, WorkerKey
+from verification.reruns import RerunRefusedError, request_rerun, runnable_documents, system_user
 from web.scopes import VERIFICATION_PLACES_MOVED, VERIFICATION_QUEUE
 
 REASON_PREFIX = "verification policy"
@@ -307,7 +300,7 @@ def build_queue(now: datetime | None = None, *, until: Run | None = None) -> Que
 def apply_policy(now: datetime | None = None) -> list[RerunRequest]:
     """Queue what the policy says, within each class's budget; idempotent (a run queued is no longer waiting).
 
-    The requests are sent as a moderator's are, once each commits (runs.reruns.request_rerun)."""
+    The requests are sent as a moderator's are, once each commits (verification.reruns.request_rerun)."""
     now = now or timezone.now()
     queue = build_queue(now)
     queued: list[RerunRequest] = []

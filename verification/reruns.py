@@ -4,7 +4,7 @@ The `RerunRequest` row is the source of truth. Once stored it is sent to its
 hardware class's queue as a job (records.worker_protocol.RerunJob: the run's
 documents, the harness options and a fresh job id). A rerun worker
 (harness/parent/worker.py) holds no database: it answers with signed messages, which
-the collector (runs/collector.py) verifies before it calls the functions here.
+the collector (verification/collector.py) verifies before it calls the functions here.
 A request is claimed for the worker that says it took its job, with a
 conditional UPDATE, so a job delivered twice runs once for the site; its result
 is recorded in one transaction, only while that claim still holds. The sweep
@@ -47,21 +47,15 @@ from records.rerun import (
 )
 from records.sources import rerun_protocol_of
 from records.worker_protocol import JOB_TASK, RerunJob, rerun_harness_options, sign_job
-from runs.figures import RUN_COUNTERS, refresh_group_figures, refresh_run_counters
+from runs.figures import RUN_COUNTERS, refresh_group_figures
 from runs.ingest import import_manifest
-from runs.models import (
-    EVIDENCE_LABELS,
-    Document,
-    EvidenceChange,
-    RerunAttestation,
-    RerunRequest,
-    RerunWorker,
-    Run,
-    WorkerKey,
-)
+from runs.models import EVIDENCE_LABELS, Document, Run
 from runs.models import INCONCLUSIVE as INCONCLUSIVE_LEVEL
-from runs.selectors import document_value, live_hardware_classes, run_hardware_class
-from runs.worker_keys import site_signing_key
+from runs.selectors import document_value, run_hardware_class
+from verification.figures import refresh_run_counters
+from verification.models import EvidenceChange, RerunAttestation, RerunRequest, RerunWorker, WorkerKey
+from verification.selectors import live_hardware_classes
+from verification.worker_keys import site_signing_key
 from web.scopes import RERUN_PROGRESS, RERUN_RESULT, RERUN_VERDICT
 
 logger = logging.getLogger(__name__)
@@ -84,7 +78,7 @@ class RerunRefusedError(Exception):
 
 def may_request_rerun(user: PermissionsMixin | AnonymousUser) -> bool:
     """Asking for a rerun (or cancelling one) needs its own permission: being staff is not enough."""
-    return user.has_perm("runs.request_rerun")
+    return user.has_perm("verification.request_rerun")
 
 
 @dataclass(frozen=True)
@@ -302,7 +296,7 @@ def cancel_rerun(request: RerunRequest, user: AbstractBaseUser | AnonymousUser) 
 # -- running -------------------------------------------------------------------------
 #
 # A worker holds no database: what it did reaches the site as signed messages, which the collector
-# (runs/collector.py) verifies and then hands to these functions.
+# (verification/collector.py) verifies and then hands to these functions.
 
 
 def claim_job(job_id: str, instance: str, key: WorkerKey) -> RerunRequest | None:
@@ -341,7 +335,7 @@ def _still_ours(request: RerunRequest, attempt: int) -> Q:
 def record_result(request: RerunRequest, attempt: int, attested: Attested, attestation: RerunAttestation) -> None:
     """The attested result as a new run, the request's outcome and the original's evidence, in one transaction.
 
-    Called by the collector only, once the attestation verified against the request (runs/collector.py).
+    Called by the collector only, once the attestation verified against the request (verification/collector.py).
     The verdict is decided on the attested figures, which stay with the request (its `attestation`). An attempt
     too noisy (or too unsure) to decide is queued again instead, while attempts are left; a harness that wrote
     no result fails the request.
@@ -548,7 +542,7 @@ class SweepResult:
     failed: int = 0
 
 
-# When the sweep last ran (runs.reruns.sweep_reruns), kept in the cache that every process of the site shares.
+# When the sweep last ran (verification.reruns.sweep_reruns), kept in the cache that every process of the site shares.
 SWEPT_AT = "reruns:swept-at"
 
 

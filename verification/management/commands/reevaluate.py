@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from records.rerun import RULE_VERSION
 from runs.models import Run
-from runs.reruns import reevaluate_run
+from verification.reruns import reevaluate_run
 
 
 class Command(BaseCommand):

@@ -1,14 +1,14 @@
 """The collector: where a rerun worker's word enters the index, and the only way to a rerun's verdict.
 
 A worker holds no database (harness/parent/worker.py). Everything it sends on the
-results queue (runs.tasks.collect_worker_message) is a DSSE envelope of a
+results queue (verification.tasks.collect_worker_message) is a DSSE envelope of a
 WorkerMessage (records.worker_protocol), signed with its key. Here each is
 verified against the worker registry (a key registered on this site, not
 revoked, for the classes it names), and a result's attestation against the
 request it answers: the job the request is running now, on the worker that took
 it, for the run version, the documents, the harness options and the hardware
 class it was asked for, never answered before, signing the very result run that
-will be stored. Only then is anything written (runs.reruns.record_result). Every refusal
+will be stored. Only then is anything written (verification.reruns.record_result). Every refusal
 is one log line and writes nothing.
 """
 
@@ -34,9 +34,9 @@ from records.attestation import (
 )
 from records.errors import RecordError
 from records.worker_protocol import WorkerMessage
-from runs import reruns
-from runs.models import RerunAttestation, RerunRequest, WorkerKey
 from runs.selectors import document_value
+from verification import reruns
+from verification.models import RerunAttestation, RerunRequest, WorkerKey
 
 logger = logging.getLogger(__name__)
 

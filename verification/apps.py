@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class VerificationConfig(AppConfig):
+    name = "verification"
+    verbose_name = "Verification"
+
+    def ready(self) -> None:
+        # runs never imports this app: its run page and twin draw verification's section, and its dumps carry
+        # verification's sections, through runs' registries (runs/extensions.py, runs/dump_sections.py).
+        from runs.dump_sections import register_section
+        from runs.extensions import register_run_section
+        from verification.dump_sections import SECTIONS
+        from verification.pages import RUN_SECTION
+
+        register_run_section(RUN_SECTION)
+        for section in SECTIONS:
+            register_section(section)

@@ -1,0 +1,17 @@
+"""The verification domain's URLs. They keep the paths and names they had among runs' (runs:verification,
+runs:reruns, ...): kernelindex/urls.py serves them under runs' namespace, after runs' own patterns."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from verification import feeds, views
+
+urlpatterns = [
+    path("runs/<str:run_id>/reruns", views.run_reruns, name="reruns"),
+    path("runs/<str:run_id>/rerun", views.request_rerun_view, name="request_rerun"),
+    path("verification.json", views.verification_json, name="verification_json"),
+    path("verification", views.verification_page, name="verification"),
+    path("reruns/feed.atom", feeds.rerun_feed, name="rerun_feed"),
+    path("reruns/<int:rerun_id>/attestation.json", views.rerun_attestation, name="rerun_attestation"),
+]
