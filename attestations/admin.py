@@ -19,7 +19,6 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from attestations.disputes import DisputeRefusedError, escalate, may_escalate, outcome_words
 from attestations.models import Attestation, IssueReport
 from attestations.services import moderate_attestations, set_report_status
 from runs.display import format_latency
@@ -34,7 +33,7 @@ else:
     AttestationModelAdmin = IssueReportModelAdmin = admin.ModelAdmin
 
 
-def _moderator(request: HttpRequest) -> User:
+def moderator_of(request: HttpRequest) -> User:
     """The signed-in staff user; the admin lets no one else this far."""
     if not isinstance(request.user, User):
         raise PermissionDenied
@@ -45,7 +44,7 @@ def _record_moderator(obj: Attestation | IssueReport, form: ModelForm[Any], requ
     """A status changed in the edit form is a moderation decision like an action's."""
     if change and "status" in form.changed_data:
         obj.moderated_at = timezone.now()
-        obj.moderated_by = _moderator(request)
+        obj.moderated_by = moderator_of(request)
 
 
 def _change_message(form: BaseForm, default: Any) -> Any:
@@ -86,12 +85,12 @@ class AttestationAdmin(RunLinkMixin, AttestationModelAdmin):
 
     @admin.action(description="Approve: show on the run page", permissions=["change"])
     def approve(self, request: HttpRequest, queryset: QuerySet[Attestation]) -> None:
-        changed = moderate_attestations(queryset, Attestation.Status.APPROVED, _moderator(request))
+        changed = moderate_attestations(queryset, Attestation.Status.APPROVED, moderator_of(request))
         _tell_moderator(request, changed, queryset.count(), "approved")
 
     @admin.action(description="Reject: never show", permissions=["change"])
     def reject(self, request: HttpRequest, queryset: QuerySet[Attestation]) -> None:
-        changed = moderate_attestations(queryset, Attestation.Status.REJECTED, _moderator(request))
+        changed = moderate_attestations(queryset, Attestation.Status.REJECTED, moderator_of(request))
         _tell_moderator(request, changed, queryset.count(), "rejected")
 
     def construct_change_message(self, request: HttpRequest, form: Form, formsets: Any, add: bool = False) -> Any:
@@ -114,7 +113,7 @@ class AttestationAdmin(RunLinkMixin, AttestationModelAdmin):
 
 @admin.register(IssueReport)
 class IssueReportAdmin(RunLinkMixin, IssueReportModelAdmin):
-    list_display = ["created_at", "run_link", "category", "short_body", "status", "dispute", "moderated_by"]
+    list_display = ["created_at", "run_link", "category", "short_body", "status", "moderated_by"]
     list_filter = ["status", "category", "dispute_outcome"]
     search_fields = ["run__run_id", "body", "resolution_note"]
     list_select_related = ["run", "moderated_by", "rerun"]
@@ -123,36 +122,12 @@ class IssueReportAdmin(RunLinkMixin, IssueReportModelAdmin):
         "created_at",
         "moderated_at",
         "moderated_by",
-        "dispute",
         "escalated_at",
         "dispute_closed_at",
     ]
     raw_id_fields = ["run"]
     date_hierarchy = "created_at"
-    actions = ["triage", "resolve", "dismiss", "escalate_to_dispute"]
-
-    @admin.display(description="dispute")
-    def dispute(self, obj: IssueReport) -> str:
-        """Where its dispute stands ('' for a report that is none): open on its rerun, or its outcome."""
-        return outcome_words(obj) if obj.is_dispute else ""
-
-    def has_escalate_permission(self, request: HttpRequest) -> bool:
-        # One name for both permissions it needs: the admin offers an action to anyone with any one of its list.
-        return may_escalate(request.user)
-
-    @admin.action(description="Escalate to a dispute: rerun the run, outcome in public", permissions=["escalate"])
-    def escalate_to_dispute(self, request: HttpRequest, queryset: QuerySet[IssueReport]) -> None:
-        """One step: each report is answered by a rerun (the run's own, where one already waits), shown on
-        /disputes; a report that cannot be says why."""
-        moderator = _moderator(request)
-        for report in queryset.select_related("run"):
-            try:
-                rerun = escalate(report, moderator)
-            except DisputeRefusedError as refused:
-                messages.error(request, f"Report #{report.pk} on run {report.run.run_id} not escalated: {refused}.")
-            else:
-                said = f"Report #{report.pk} on run {report.run.run_id} is a dispute, answered by rerun #{rerun.pk}."
-                messages.success(request, said)
+    actions = ["triage", "resolve", "dismiss"]
 
     @admin.display(description="report")
     def short_body(self, obj: IssueReport) -> str:
@@ -160,17 +135,17 @@ class IssueReportAdmin(RunLinkMixin, IssueReportModelAdmin):
 
     @admin.action(description="Mark triaged", permissions=["change"])
     def triage(self, request: HttpRequest, queryset: QuerySet[IssueReport]) -> None:
-        changed = set_report_status(queryset, IssueReport.Status.TRIAGED, _moderator(request))
+        changed = set_report_status(queryset, IssueReport.Status.TRIAGED, moderator_of(request))
         _tell_moderator(request, changed, queryset.count(), "triaged")
 
     @admin.action(description="Mark resolved", permissions=["change"])
     def resolve(self, request: HttpRequest, queryset: QuerySet[IssueReport]) -> None:
-        changed = set_report_status(queryset, IssueReport.Status.RESOLVED, _moderator(request))
+        changed = set_report_status(queryset, IssueReport.Status.RESOLVED, moderator_of(request))
         _tell_moderator(request, changed, queryset.count(), "resolved")
 
     @admin.action(description="Mark dismissed", permissions=["change"])
     def dismiss(self, request: HttpRequest, queryset: QuerySet[IssueReport]) -> None:
-        changed = set_report_status(queryset, IssueReport.Status.DISMISSED, _moderator(request))
+        changed = set_report_status(queryset, IssueReport.Status.DISMISSED, moderator_of(request))
         _tell_moderator(request, changed, queryset.count(), "dismissed")
 
     def construct_change_message(self, request: HttpRequest, form: Form, formsets: Any, add: bool = False) -> Any:

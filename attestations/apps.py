@@ -14,5 +14,3 @@ class AttestationsConfig(AppConfig):
 
         for section in SECTIONS:
             register_section(section)
-        # A dispute closes when its rerun ends: runs sends rerun_ended, and never imports who listens.
-        from attestations import disputes  # noqa: F401

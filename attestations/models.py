@@ -17,7 +17,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from runs.figures import count_per_run
-from runs.models import RerunRequest, Run
+from runs.models import Run
 
 BODY_MAX_LENGTH = 4000
 PUBLIC_SUMMARY_MAX_LENGTH = 1000
@@ -91,7 +91,7 @@ class Attestation(models.Model):
 
 
 class DisputeOutcome(models.TextChoices):
-    """How a dispute ended, as its rerun decided it (attestations.disputes.outcome_of)."""
+    """How a dispute ended, as its rerun decided it (verification.disputes.outcome_of)."""
 
     UPHELD = "upheld", "upheld"
     REJECTED = "rejected", "rejected"
@@ -138,9 +138,15 @@ class IssueReport(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
 
-    # A dispute (attestations/disputes.py): the report turned into a rerun, whose end decides it in public.
+    # A dispute (verification/disputes.py): the report turned into a rerun, whose end decides it in public. The
+    # rerun is named by string: attestations imports nothing of verification.
     rerun = models.ForeignKey(
-        RerunRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="disputes", editable=False
+        "verification.RerunRequest",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="disputes",
+        editable=False,
     )
     escalated_at = models.DateTimeField("dispute opened", null=True, blank=True, editable=False)
     dispute_outcome = models.CharField(max_length=16, choices=DisputeOutcome.choices, blank=True, editable=False)

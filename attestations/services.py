@@ -13,13 +13,17 @@ from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet
+from django.dispatch import Signal
 from django.utils import timezone
 
-from attestations.disputes import escalate_by_policy
 from attestations.forms import NoteForm, ReportForm
 from attestations.models import Attestation, IssueReport, count_notes
 from runs.models import Run
 from web.scopes import NOTE_MODERATED, NOTE_SUBMITTED, REPORT
+
+# Sent once a new report has committed (report_id=its key): the verification app may answer it with a rerun at once
+# (verification/disputes.py). attestations imports nothing of who listens.
+report_filed = Signal()
 
 
 def submit_attestation(run: Run, form: NoteForm) -> Attestation:
@@ -38,8 +42,7 @@ def submit_issue_report(run: Run, form: ReportForm) -> IssueReport:
     report.status = IssueReport.Status.OPEN
     report.save()
     REPORT.retire_on_commit(run)
-    # With the verification policy on, a report of wrong numbers or correctness may become a dispute at once.
-    transaction.on_commit(partial(escalate_by_policy, report.pk))
+    transaction.on_commit(partial(report_filed.send, sender=IssueReport, report_id=report.pk))
     return report
 
 

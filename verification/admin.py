@@ -15,11 +15,15 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
+from attestations import admin as attestations_admin
+from attestations.admin import moderator_of
+from attestations.models import IssueReport
 from records.attestation import WORKER_NAME_PATTERN, AttestationError, key_id, load_public_key
 from records.hardware import CLASSES, UnknownHardwareClassError, hardware_class_named
 from runs import admin as runs_admin
 from runs.admin import ReadOnlyAdmin
 from runs.models import Run
+from verification.disputes import DisputeRefusedError, escalate, may_escalate, outcome_words
 from verification.models import RerunRequest, RerunWorker, VerificationPause, WorkerKey
 from verification.reruns import RerunRefusedError, cancel_rerun, may_request_rerun, queued_message, request_rerun
 from verification.selectors import live_hardware_classes
@@ -47,6 +51,42 @@ class RunAdmin(runs_admin.RunAdmin):
 
 admin.site.unregister(Run)
 admin.site.register(Run, RunAdmin)
+
+
+class IssueReportAdmin(attestations_admin.IssueReportAdmin):
+    """attestations' report admin, with a report's dispute and the action that opens one (verification/disputes.py):
+    attestations imports nothing of verification, so the action is added here, as the rerun action is to runs'."""
+
+    list_display = [*attestations_admin.IssueReportAdmin.list_display[:-1], "dispute", "moderated_by"]
+    readonly_fields = [*attestations_admin.IssueReportAdmin.readonly_fields, "dispute"]
+    actions = [*attestations_admin.IssueReportAdmin.actions, "escalate_to_dispute"]
+
+    @admin.display(description="dispute")
+    def dispute(self, obj: IssueReport) -> str:
+        """Where its dispute stands ('' for a report that is none): open on its rerun, or its outcome."""
+        return outcome_words(obj) if obj.is_dispute else ""
+
+    def has_escalate_permission(self, request: HttpRequest) -> bool:
+        # One name for both permissions it needs: the admin offers an action to anyone with any one of its list.
+        return may_escalate(request.user)
+
+    @admin.action(description="Escalate to a dispute: rerun the run, outcome in public", permissions=["escalate"])
+    def escalate_to_dispute(self, request: HttpRequest, queryset: QuerySet[IssueReport]) -> None:
+        """One step: each report is answered by a rerun (the run's own, where one already waits), shown on
+        /disputes; a report that cannot be says why."""
+        moderator = moderator_of(request)
+        for report in queryset.select_related("run"):
+            try:
+                rerun = escalate(report, moderator)
+            except DisputeRefusedError as refused:
+                messages.error(request, f"Report #{report.pk} on run {report.run.run_id} not escalated: {refused}.")
+            else:
+                said = f"Report #{report.pk} on run {report.run.run_id} is a dispute, answered by rerun #{rerun.pk}."
+                messages.success(request, said)
+
+
+admin.site.unregister(IssueReport)
+admin.site.register(IssueReport, IssueReportAdmin)
 
 
 @admin.register(RerunRequest)

@@ -12,6 +12,9 @@ class VerificationConfig(AppConfig):
         # verification's sections, through runs' registries (runs/extensions.py, runs/dump_sections.py).
         from runs.dump_sections import register_section
         from runs.extensions import register_run_section
+
+        # Disputes listen for new reports (attestations) and for reruns that end (verification.reruns).
+        from verification import disputes  # noqa: F401
         from verification.dump_sections import SECTIONS
         from verification.pages import RUN_SECTION
 

@@ -64,7 +64,7 @@ SYSTEM_USERNAME = "kernelindex"
 
 # Sent with `request` each time a rerun ends (a verdict, a failure, a cancellation, a lost worker) or its verdict
 # is decided again (reevaluate), inside the transaction that wrote it where there is one: what waits on a rerun's
-# verdict (a dispute: attestations/disputes.py) follows it. Each passes through `_ended`; runs knows no listener.
+# verdict (a dispute: verification/disputes.py) follows it. Each passes through `_ended`; reruns know no listener.
 rerun_ended = Signal()
 
 

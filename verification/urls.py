@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from verification import feeds, views
+from verification import dispute_views, feeds, views
 
 urlpatterns = [
     path("runs/<str:run_id>/reruns", views.run_reruns, name="reruns"),
@@ -13,5 +13,8 @@ urlpatterns = [
     path("verification.json", views.verification_json, name="verification_json"),
     path("verification", views.verification_page, name="verification"),
     path("reruns/feed.atom", feeds.rerun_feed, name="rerun_feed"),
+    path("disputes.json", dispute_views.disputes_json, name="disputes_json"),
+    path("disputes", dispute_views.disputes_page, name="disputes"),
+    path("disputes/feed/", dispute_views.disputes_feed, name="disputes_feed"),
     path("reruns/<int:rerun_id>/attestation.json", views.rerun_attestation, name="rerun_attestation"),
 ]

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('attestations', '0001_initial'),
-        ('runs', '0020_verification_pause'),
+        ('verification', '0002_content_types_moved'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -37,7 +37,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='issuereport',
             name='rerun',
-            field=models.ForeignKey(blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='disputes', to='runs.rerunrequest'),
+            field=models.ForeignKey(blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='disputes', to='verification.rerunrequest'),
         ),
         migrations.AddIndex(
             model_name='issuereport',

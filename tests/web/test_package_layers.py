@@ -1,9 +1,9 @@
-"""The site's packages import in one direction only: attestations → runs → web, verification → runs → web,
-never back.
+"""The site's packages import in one direction only: verification → attestations → runs → web (verification
+also → runs, web), never back.
 
 web/ is the HTTP layer the apps stand on (the cache, its scopes, the rate
 limiter, the guards); runs/ is the index; attestations/ is what people add to a
-run; verification/ reruns runs and says what the reruns showed. A run page
+run; verification/ reruns runs, says what the reruns showed and answers reports with them. A run page
 shows its notes by including attestations' own template, which reads them
 through attestations' template tags, and its reruns through the section
 verification registers (runs/extensions.py), so runs needs nothing from either.
@@ -23,8 +23,8 @@ PACKAGES = ("web", "runs", "verification", "attestations")
 ALLOWED = {
     "web": set(),
     "runs": {"web"},
-    "verification": {"runs", "web"},
-    "attestations": {"runs", "verification", "web"},
+    "verification": {"runs", "attestations", "web"},
+    "attestations": {"runs", "web"},
 }
 
 

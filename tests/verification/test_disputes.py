@@ -1,4 +1,4 @@
-"""Disputes (attestations/disputes.py): a report escalated to a rerun, in one step, by whom may; its outcome
+"""Disputes (verification/disputes.py): a report escalated to a rerun, in one step, by whom may; its outcome
 follows from the rerun; the verification policy escalates a new report itself, within its budget."""
 
 from __future__ import annotations
@@ -12,16 +12,17 @@ from django.contrib.auth.models import AnonymousUser, Permission, User
 from django.test import Client
 from django.utils import timezone
 
-from attestations.disputes import DisputeRefusedError, escalate, outcome_of
 from attestations.models import DisputeOutcome, IssueReport
-from runs.models import RerunRequest, Run
-from runs.reruns import SYSTEM_USERNAME, cancel_rerun, fail_queued, rerun_ended
+from runs.models import Run
 from runs.services import withdraw_run
-from runs.worker_keys import create_worker_key
 from tests.attestations.form_data import report_data
 from tests.conftest import ImportRuns
 from tests.pages import visible_text
 from tests.runs.conftest import DEMO, memory_broker  # noqa: F401  (a fixture)
+from verification.disputes import DisputeRefusedError, escalate, outcome_of
+from verification.models import RerunRequest
+from verification.reruns import SYSTEM_USERNAME, cancel_rerun, fail_queued, rerun_ended
+from verification.worker_keys import create_worker_key
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
 REPORTS = "/admin/attestations/issuereport/"

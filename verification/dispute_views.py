@@ -1,4 +1,4 @@
-"""/disputes, /disputes.json and /disputes/feed/: every dispute (attestations/disputes.py), open and closed, newest
+"""/disputes, /disputes.json and /disputes/feed/: every dispute (verification/disputes.py), open and closed, newest
 first, with its run, category, dates, outcome, rerun and attestation. Built from one query; what the public sees
 of a report is only that (and a moderator's public summary): its text and contact are never loaded here."""
 
@@ -19,10 +19,10 @@ from django.urls import reverse
 from django.utils.feedgenerator import Atom1Feed
 from django.views.decorators.http import require_safe
 
-from attestations.disputes import OUTCOME_MEANING, outcome_words
 from attestations.models import DisputeOutcome, IssueReport
 from runs.keyset import KeysetPage, Part, decode, normal_cursor, read_page
 from runs.serializers import pagination_json
+from verification.disputes import OUTCOME_MEANING, outcome_words
 from web import scopes
 from web.cache import cached_page
 
@@ -133,7 +133,7 @@ def _iso(value: datetime | None) -> str | None:
 @require_safe
 @cached_page(scopes.DISPUTES_PAGE, params=PARAMS)
 def disputes_page(request: HttpRequest) -> HttpResponse:
-    return TemplateResponse(request, "disputes/disputes.html", disputes_context(request))
+    return TemplateResponse(request, "verification/disputes.html", disputes_context(request))
 
 
 @require_safe
@@ -173,7 +173,7 @@ class DisputesFeed(DisputeFeedBase):
     subtitle = "Reports that a run's numbers or correctness are wrong, each answered by a controlled rerun."
 
     def link(self) -> str:
-        return reverse("attestations:disputes")
+        return reverse("runs:disputes")
 
     def items(self) -> Iterable[DisputeEvent]:
         disputes = public_disputes()
@@ -197,11 +197,11 @@ class DisputesFeed(DisputeFeedBase):
         return f"A report of {report.get_category_display()} is answered by rerun #{report.rerun_id}."
 
     def item_link(self, item: DisputeEvent) -> str:
-        return f"{reverse('attestations:disputes')}?run={item.report.run.run_id}#dispute-{item.report.pk}"
+        return f"{reverse('runs:disputes')}?run={item.report.run.run_id}#dispute-{item.report.pk}"
 
     def item_guid(self, item: DisputeEvent) -> str:
         what = f"{'closed' if item.closed else 'opened'}-{int(item.at.timestamp())}"
-        return f"{settings.SITE_URL}{reverse('attestations:disputes')}#dispute-{item.report.pk}-{what}"
+        return f"{settings.SITE_URL}{reverse('runs:disputes')}#dispute-{item.report.pk}-{what}"
 
     def item_pubdate(self, item: DisputeEvent) -> datetime:
         return item.at

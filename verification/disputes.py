@@ -8,7 +8,7 @@ or the one already waiting for that run, which several reports share.
 The outcome follows from the rerun and is decided here alone (`outcome_of`): upheld when the rerun did not
 reproduce the run, rejected when it did, undecided when it could not decide, failed without a verdict, or was
 cancelled; the dispute is open while the rerun waits or runs. Every end of a rerun (and every verdict `reevaluate`
-decides again) sends runs.reruns.rerun_ended inside the transaction that wrote it where there is one;
+decides again) sends verification.reruns.rerun_ended inside the transaction that wrote it where there is one;
 `close_disputes` closes the reports waiting on it there, with the outcome, the time the rerun ended, and the report
 status that says it (OUTCOME_STATUS).
 
@@ -28,10 +28,12 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from attestations.models import DisputeOutcome, IssueReport
-from runs.models import RerunRequest, Run, VerificationPause
-from runs.reruns import RerunRefusedError, may_request_rerun, request_rerun, rerun_ended, system_user
+from attestations.services import report_filed
+from runs.models import Run
 from runs.selectors import run_hardware_class
-from runs.verification import class_state, policy_on, registered_classes
+from verification.models import RerunRequest, VerificationPause
+from verification.policy import class_state, policy_on, registered_classes
+from verification.reruns import RerunRefusedError, may_request_rerun, request_rerun, rerun_ended, system_user
 from web.scopes import DISPUTE
 
 logger = logging.getLogger(__name__)
@@ -140,7 +142,13 @@ def _answering_rerun(run: Run, user: AbstractBaseUser, reason: str) -> RerunRequ
         raise DisputeRefusedError(str(refused)) from None
 
 
-@receiver(rerun_ended, dispatch_uid="attestations.disputes.close_disputes")
+@receiver(report_filed, dispatch_uid="verification.disputes.escalate_filed_report")
+def escalate_filed_report(sender: type[IssueReport], report_id: int, **kwargs: Any) -> None:
+    """With the verification policy on, a new report of wrong numbers or correctness may become a dispute at once."""
+    escalate_by_policy(report_id)
+
+
+@receiver(rerun_ended, dispatch_uid="verification.disputes.close_disputes")
 def close_disputes(sender: type[RerunRequest], request: RerunRequest, **kwargs: Any) -> None:
     """The rerun ended, or its verdict was decided again (reevaluate): each dispute it answers closes with its
     outcome, at the time the rerun ended, or takes the outcome the rerun now gives."""

@@ -11,15 +11,16 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from attestations import dispute_views
-from attestations.disputes import escalate
 from attestations.models import IssueReport
-from runs.models import RerunAttestation, RerunRequest, Run, WorkerKey
-from runs.reruns import cancel_rerun, rerun_ended
-from runs.worker_keys import create_worker_key
+from runs.models import Run
 from tests.conftest import ImportRuns
 from tests.pages import queries_for, visible_text
 from tests.runs.conftest import DEMO, memory_broker  # noqa: F401  (a fixture)
+from verification import dispute_views
+from verification.disputes import escalate
+from verification.models import RerunAttestation, RerunRequest, WorkerKey
+from verification.reruns import cancel_rerun, rerun_ended
+from verification.worker_keys import create_worker_key
 
 SECRET_BODY = "The latency is 20 times too low; private detail 7f3a."
 SECRET_CONTACT = "reporter-7f3a@example.org"
