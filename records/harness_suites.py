@@ -49,7 +49,7 @@ class RecordedCase(_Closed):
     seconds: float = Field(ge=0)
 
     @classmethod
-    def from_nodeid(cls, nodeid: str, outcome: str, seconds: float) -> RecordedCase:
+    def from_nodeid(cls, nodeid: str, outcome: Outcome, seconds: float) -> RecordedCase:
         function, _, attack = nodeid.rpartition("::")[2].partition("[")
         checks = function.removeprefix("test_").replace("_", " ")
         return cls(test=nodeid, attack=attack.removesuffix("]"), checks=checks, outcome=outcome, seconds=seconds)

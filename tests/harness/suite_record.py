@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from harness import HARNESS_NAME, HARNESS_VERSION, harness_digest
-from records.harness_suites import HELD, NOT_HELD, NOT_RUN, HarnessVersion, RecordedCase, SuiteRecord, write_record
+from records.harness_suites import HELD, NOT_HELD, NOT_RUN, HarnessVersion, Outcome, RecordedCase, SuiteRecord, write_record
 
 MARKER = "hostile"
 OPTION = "--harness-suite-record"
@@ -46,7 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @dataclass
 class _Recorder:
     folder: Path
-    outcomes: dict[str, str] = field(default_factory=dict)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

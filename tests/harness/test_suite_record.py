@@ -49,7 +49,8 @@ def test_the_record_lists_exactly_the_hostile_tests_the_suite_runs() -> None:
     recorded = {case.test for case in read_record(path).cases} if path.exists() else set()
 
     assert suite, collected.stdout
-    assert recorded == suite, f"{RECORD_AGAIN}; only in the suite: {suite - recorded}; only recorded: {recorded - suite}"
+    differences = f"only in the suite: {suite - recorded}; only recorded: {recorded - suite}"
+    assert recorded == suite, f"{RECORD_AGAIN}; {differences}"
 
 
 def test_a_run_with_the_option_records_what_each_hostile_test_found(tmp_path: Path) -> None:
@@ -98,7 +99,8 @@ def test_a_record_that_does_not_read_is_refused_naming_the_file_and_the_field(tm
 
 
 def test_a_record_under_another_versions_name_is_refused(tmp_path: Path) -> None:
-    record = {"harness": {"name": "x", "version": "9.9.9", "digest": "sha256:" + "0" * 64}, "recordedAt": "", "cases": []}
+    harness = {"name": "x", "version": "9.9.9", "digest": "sha256:" + "0" * 64}
+    record = {"harness": harness, "recordedAt": "", "cases": []}
     path = tmp_path / current_record_path().name
     path.write_text(json.dumps(record))
 
