@@ -21,7 +21,16 @@ from pathlib import Path
 import pytest
 
 from harness import HARNESS_NAME, HARNESS_VERSION, harness_digest
-from records.harness_suites import HELD, NOT_HELD, NOT_RUN, HarnessVersion, Outcome, RecordedCase, SuiteRecord, write_record
+from records.harness_suites import (
+    HELD,
+    NOT_HELD,
+    NOT_RUN,
+    HarnessVersion,
+    Outcome,
+    RecordedCase,
+    SuiteRecord,
+    write_record,
+)
 
 MARKER = "hostile"
 OPTION = "--harness-suite-record"
