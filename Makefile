@@ -17,7 +17,7 @@ VAR := $(or $(KERNELINDEX_VAR_DIR),var)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run setup sandbox serve worker rerun-worker beat test check clean
+.PHONY: run setup sandbox serve worker rerun-worker beat test check clean harness-suite
 
 # The web app's requirements, the development tools, and the harness's (PyTorch) for reruns; on a host with an
 # NVIDIA driver, the harness's CUDA requirements too (CUPTI, with which the kernel's calls are timed).
@@ -81,6 +81,11 @@ beat: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest
+
+# After any change to the harness: run the tests that turn hostile kernels on it and record what they found, for
+# this harness version's page (records/harness_suites.py); tests/harness/test_suite_record.py asks for it.
+harness-suite: $(VENV)/.installed
+	$(BIN)/python -m pytest tests/harness -m hostile --harness-suite-record harness/suites
 
 check: $(VENV)/.installed
 	$(BIN)/ruff check .

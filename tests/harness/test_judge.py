@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.harness.conftest import Problem, run_harness, write_solution
 
 # Wrong only on the inputs a case's own seed gives (which anyone can compute: definition name and uuid).
@@ -23,6 +25,7 @@ def run(x, y, out):
 """
 
 
+@pytest.mark.hostile
 def test_a_kernel_wrong_only_on_the_case_seed_fails_in_a_round_it_cannot_tell_apart(
     add_problem: Problem, tmp_path: Path
 ) -> None:

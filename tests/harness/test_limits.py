@@ -9,6 +9,8 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from harness.jail import cgroups
 from tests.harness.conftest import (
     CORRECT_ADD,
@@ -28,6 +30,7 @@ def run(x, y, out):
 """
 
 
+@pytest.mark.hostile
 def test_an_infinite_loop_is_stopped_as_a_timeout_within_the_limit_with_every_process_it_started(
     add_problem: Problem, tmp_path: Path
 ) -> None:
@@ -136,6 +139,7 @@ def test_memory_the_reference_needs_as_much_of_is_the_hosts_not_the_kernels(tmp_
     assert "this host cannot judge this definition within its limits" in (result.reason or "")
 
 
+@pytest.mark.hostile
 def test_an_allocation_far_past_the_limit_is_out_of_memory(add_problem: Problem, tmp_path: Path) -> None:
     solution = write_solution(
         tmp_path / "s",
@@ -155,6 +159,7 @@ def test_an_allocation_far_past_the_limit_is_out_of_memory(add_problem: Problem,
     assert_next_evaluation_works(add_problem, tmp_path)
 
 
+@pytest.mark.hostile
 def test_memory_that_grows_past_the_limit_is_stopped_by_the_watchdog(add_problem: Problem, tmp_path: Path) -> None:
     solution = write_solution(
         tmp_path / "s",
@@ -202,6 +207,7 @@ def test_a_judge_killed_at_its_own_memory_limit_says_so(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.hostile
 def test_a_solution_that_kills_its_own_process_keeps_the_cases_already_reported(
     add_problem: Problem, tmp_path: Path
 ) -> None:

@@ -23,6 +23,7 @@ def listener() -> Iterator[socket.socket]:
     server.close()
 
 
+@pytest.mark.hostile
 def test_a_solution_cannot_reach_a_listener_on_the_hosts_loopback(
     add_problem: Problem, tmp_path: Path, listener: socket.socket
 ) -> None:
@@ -47,6 +48,7 @@ def test_a_solution_cannot_reach_a_listener_on_the_hosts_loopback(
     assert_next_evaluation_works(add_problem, tmp_path)
 
 
+@pytest.mark.hostile
 def test_a_solution_sees_none_of_the_apps_secrets(
     add_problem: Problem, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -78,6 +80,7 @@ def test_a_solution_sees_none_of_the_apps_secrets(
     assert_next_evaluation_works(add_problem, tmp_path)
 
 
+@pytest.mark.hostile
 def test_a_solution_cannot_write_outside_its_scratch_folder(add_problem: Problem, tmp_path: Path) -> None:
     target = tmp_path / "escaped.txt"
     solution = write_solution(
@@ -116,6 +119,7 @@ def test_a_solution_can_write_in_its_scratch_folder_and_tmp(add_problem: Problem
     assert run_harness(add_problem, solution).status == "PASSED"
 
 
+@pytest.mark.hostile
 def test_a_solution_never_runs_as_root(add_problem: Problem, tmp_path: Path) -> None:
     # A harness run by root (a worker in a container) hands the solution to nobody (65534).
     expected = 65534 if os.geteuid() == 0 else os.geteuid()

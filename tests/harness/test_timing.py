@@ -73,6 +73,7 @@ def run(x, y, out):
 """
 
 
+@pytest.mark.hostile
 def test_a_call_is_measured_by_its_latency_or_the_cpu_its_processes_used(add_problem: Problem, tmp_path: Path) -> None:
     spins = run_harness(add_problem, write_solution(tmp_path / "spins", SPINS.format(ns=10 * MS)), iterations=20)
     sleeps = run_harness(add_problem, write_solution(tmp_path / "sleeps", SLEEPS.format(seconds=0.002)), iterations=20)
@@ -108,6 +109,7 @@ def test_a_call_is_measured_by_its_latency_or_the_cpu_its_processes_used(add_pro
         assert case.latency is not None and case.latency.median_ns >= 2 * MS, case.latency
 
 
+@pytest.mark.hostile
 def test_work_hidden_in_helper_threads_is_measured_as_the_cpu_time_it_took(
     add_problem: Problem, tmp_path: Path
 ) -> None:
@@ -143,6 +145,7 @@ def test_with_a_precision_pairs_are_added_until_the_interval_is_that_narrow(tmp_
         assert high - case.speedup.median <= 0.25 * case.speedup.median
 
 
+@pytest.mark.hostile
 def test_a_kernel_that_waits_between_its_calls_gets_as_many_pairs_as_one_that_does_not(
     add_problem: Problem, tmp_path: Path
 ) -> None:
