@@ -16,10 +16,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from records.canonical import DIGEST_PATTERN
 from records.schema import HARNESS_VERSION_MAX_LENGTH
 
 SUITES_FOLDER = Path(__file__).resolve().parent.parent / "harness" / "suites"
-DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 
 HELD = "held"  # the test passed: the attack failed, or gained nothing
 NOT_HELD = "not held"  # the test failed: the attack got through, or the defence could not be shown
@@ -38,7 +38,7 @@ class _Closed(BaseModel):
 class HarnessVersion(_Closed):
     name: str = Field(max_length=100)
     version: str = Field(max_length=HARNESS_VERSION_MAX_LENGTH)
-    digest: str = Field(pattern=DIGEST_PATTERN)
+    digest: str = Field(pattern=f"^{DIGEST_PATTERN.pattern}$")
 
 
 class RecordedCase(_Closed):

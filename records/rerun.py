@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from records.canonical import digest
+from records.canonical import DIGEST_PATTERN, digest
 from records.identity import NAME_ID_FIELD, NATIVE_SOURCE, source_identity
-from records.schema import REFERENCE_FIELDS, make_document
+from records.schema import HARNESS_VERSION_MAX_LENGTH, REFERENCE_FIELDS, make_document
 
 RERUN_FAMILY = "kernelindex_harness"
 PRIMARY_STATISTIC = "median"
@@ -699,6 +699,17 @@ def _case(case: dict[str, Any]) -> dict[str, Any]:
 
 # The protocol a result that names none followed (the harness's default before it named protocols).
 DEFAULT_RERUN_PROTOCOL = ("kernelindex", "1")
+
+
+def judged_by(harness: Any) -> tuple[str, str]:
+    """The harness a rerun's result (or its protocol document's spec) names, as (version, digest); ('', '') where
+    it names none, or a digest that does not read as one: the link to its page (/harness/<hex>) is never guessed."""
+    if not isinstance(harness, Mapping):
+        return "", ""
+    named, version = harness.get("digest"), harness.get("version")
+    if not isinstance(named, str) or not DIGEST_PATTERN.fullmatch(named):
+        return "", ""
+    return (version[:HARNESS_VERSION_MAX_LENGTH] if isinstance(version, str) else ""), named
 
 
 def rerun_protocol(result: dict[str, Any]) -> dict[str, Any]:

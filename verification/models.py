@@ -16,6 +16,7 @@ from django.db.models import Q
 from records.attestation import AttestationError, Attested, verified_statement
 from records.canonical import DIGEST_LENGTH
 from records.hardware import queue_of
+from records.schema import HARNESS_VERSION_MAX_LENGTH
 from runs.models import EVIDENCE_LABELS, Run
 
 logger = logging.getLogger(__name__)
@@ -84,6 +85,10 @@ class RerunRequest(models.Model):
     harness_options = models.JSONField(default=dict, blank=True)
     # The registered key of the worker that took the current attempt (`worker` names its process).
     worker_key = models.ForeignKey("WorkerKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # The harness that judged it, as its attested result names it: its page (/harness/<hex>) lists the hostile cases
+    # that version's own suite ran (records/harness_suites.py). Empty until a result is recorded.
+    harness_version = models.CharField(max_length=HARNESS_VERSION_MAX_LENGTH, blank=True)
+    harness_digest = models.CharField(max_length=DIGEST_LENGTH, blank=True)
     # The signed attestation whose figures the verdict was decided on: `reevaluate` reads these, never a run.
     attestation = models.OneToOneField(
         "RerunAttestation", null=True, blank=True, on_delete=models.SET_NULL, related_name="decided"
@@ -101,7 +106,10 @@ class RerunRequest(models.Model):
                 fields=["run"], condition=Q(state__in=["queued", "running"]), name="one_active_rerun_per_run"
             )
         ]
-        indexes = [models.Index(fields=["state", "requested_at"], name="rerun_state")]
+        indexes = [
+            models.Index(fields=["state", "requested_at"], name="rerun_state"),
+            models.Index(fields=["harness_digest", "-finished_at"], name="rerun_harness"),
+        ]
 
     def __str__(self) -> str:
         return f"Rerun #{self.pk} of {self.run}"

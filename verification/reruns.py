@@ -40,6 +40,7 @@ from records.rerun import (
     INCONCLUSIVE,
     RerunOf,
     Verdict,
+    judged_by,
     measured_from_result,
     reported_claim,
     rerun_manifest,
@@ -359,6 +360,7 @@ def record_result(request: RerunRequest, attempt: int, attested: Attested, attes
             raise AttestationError(f"rerun #{request.pk}: the attestation does not sign the result run it would store")
         result_run = import_manifest(manifest, f"rerun:{request.pk}")
         passed = result.get("status") == "PASSED"
+        judging_version, judging_harness = judged_by(result.get("harness"))
         RerunRequest.objects.filter(pk=request.pk).update(
             state=RerunRequest.State.SUCCEEDED if passed else RerunRequest.State.FAILED,
             finished_at=timezone.now(),
@@ -373,6 +375,8 @@ def record_result(request: RerunRequest, attempt: int, attested: Attested, attes
             failure_reason="" if passed else str(result.get("reason") or "")[-4000:],
             log_tail=attestation.log_tail,
             harness_seconds=seconds,
+            harness_version=judging_version,
+            harness_digest=judging_harness,
         )
         request.refresh_from_db()
         said = f"Rerun #{request.pk} {request.state}: {request.failure_status or 'every case passed'}"

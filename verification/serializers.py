@@ -67,6 +67,14 @@ def rerun_json(row: RerunRow) -> dict[str, Any]:
         "finishedAt": _timestamp(request.finished_at),
         "attempts": request.attempts,
         "harnessSeconds": request.harness_seconds,
+        # The harness version that judged it, with its page (the hostile cases its own suite ran).
+        "harness": {
+            "version": request.harness_version,
+            "digest": request.harness_digest,
+            "url": reverse("runs:harness_version", args=[request.harness_digest.removeprefix("sha256:")]),
+        }
+        if request.harness_digest
+        else None,
         "failureStatus": request.failure_status or None,
         "failureReason": request.failure_reason or None,
         "latencyNs": row.latency or None,

@@ -3,7 +3,7 @@ runs:reruns, ...): kernelindex/urls.py serves them under runs' namespace, after 
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 
 from verification import dispute_views, feeds, views
 
@@ -16,5 +16,10 @@ urlpatterns = [
     path("disputes.json", dispute_views.disputes_json, name="disputes_json"),
     path("disputes", dispute_views.disputes_page, name="disputes"),
     path("disputes/feed/", dispute_views.disputes_feed, name="disputes_feed"),
+    path("harness.json", views.harness_versions_json, name="harness_versions_json"),
+    path("harness", views.harness_versions_page, name="harness_versions"),
+    # A version is named by its digest's 64 hex digits (harness.harness_digest): nothing else reaches the view.
+    re_path(r"^harness/(?P<hex_digest>[0-9a-f]{64})\.json$", views.harness_version_json, name="harness_version_json"),
+    re_path(r"^harness/(?P<hex_digest>[0-9a-f]{64})$", views.harness_version_page, name="harness_version"),
     path("reruns/<int:rerun_id>/attestation.json", views.rerun_attestation, name="rerun_attestation"),
 ]

@@ -8,9 +8,10 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST, require_safe
@@ -20,6 +21,7 @@ from runs.keyset import Cursor, KeysetPage, decode, normal_cursor
 from runs.selectors import get_run_or_404
 from runs.serializers import pagination_json
 from runs.views import JSON_CONTENT_TYPE
+from verification import harness_versions
 from verification import pages as verification_pages
 from verification import policy as verification
 from verification.forms import RerunForm
@@ -137,3 +139,61 @@ def rerun_attestation(request: HttpRequest, rerun_id: int) -> HttpResponse:
     response = HttpResponse(canonical_text(attestation.envelope), content_type=JSON_CONTENT_TYPE)
     response["Content-Disposition"] = f'inline; filename="rerun-{rerun_id}.attestation.json"'
     return response
+
+
+# -- harness versions (verification/harness_versions.py): not cached, each is one aggregate over indexed rows -----
+
+
+@require_safe
+def harness_versions_page(request: HttpRequest) -> HttpResponse:
+    context = {"versions": harness_versions.harness_versions()}
+    return TemplateResponse(request, "verification/harness_versions.html", context)
+
+
+@require_safe
+def harness_versions_json(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({"versions": [version.as_json() for version in harness_versions.harness_versions()]})
+
+
+def _harness_version_or_404(hex_digest: str) -> harness_versions.HarnessVersion:
+    version = harness_versions.harness_version(hex_digest)
+    if version is None:
+        raise Http404("No harness version with this digest was recorded or judged a rerun here.")
+    return version
+
+
+@require_safe
+def harness_version_page(request: HttpRequest, hex_digest: str) -> HttpResponse:
+    version = _harness_version_or_404(hex_digest)
+    context = {"version": version, "reruns": harness_versions.reruns_judged_by(version)}
+    return TemplateResponse(request, "verification/harness_version.html", context)
+
+
+@require_safe
+def harness_version_json(request: HttpRequest, hex_digest: str) -> JsonResponse:
+    version = _harness_version_or_404(hex_digest)
+    record = version.record
+    return JsonResponse(
+        {
+            **version.as_json(),
+            "hostileCases": None
+            if record is None
+            else {
+                "recordedAt": record.recordedAt,
+                "held": record.held,
+                "cases": [case.model_dump(mode="json") for case in record.cases],
+            },
+            "rerunsListed": [
+                {
+                    "rerun": rerun.pk,
+                    "runId": rerun.run.run_id,
+                    "url": rerun.run.get_absolute_url(),
+                    "hardwareClass": rerun.hardware,
+                    "verdict": rerun.verdict or None,
+                    "finishedAt": rerun.finished_at.isoformat() if rerun.finished_at else None,
+                    "attestation": reverse("runs:rerun_attestation", args=[rerun.pk]) if rerun.attestation_id else None,
+                }
+                for rerun in harness_versions.reruns_judged_by(version)
+            ],
+        }
+    )
