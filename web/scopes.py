@@ -39,7 +39,7 @@ LISTS = "lists"
 # a run page shows only the run's place in it, retired when the places move, not at every rerun's end.
 VERIFICATION = "verification"
 VERIFICATION_PLACES = "verification-places"
-# Disputes (attestations/disputes.py): /disputes, its JSON twin and its feed show every one.
+# Disputes (verification/disputes.py): /disputes, its JSON twin and its feed show every one.
 DISPUTES = "disputes"
 
 
