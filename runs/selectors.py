@@ -224,8 +224,13 @@ def run_rank(run: Run) -> RankInfo:
 
 
 def _demoted_on_board(run: Run) -> str:
+    why = (
+        "a KernelIndex rerun did not reproduce it"
+        if run.evidence == Run.Evidence.NOT_REPRODUCED
+        else "it reported a time faster than physically possible"
+    )
     return (
-        f"Not ranked: a KernelIndex rerun did not reproduce it, so it is listed after the board's other runs "
+        f"Not ranked: {why}, so it is listed after the board's other runs "
         f"(rank {run.source_rank} on the source's public board)."
     )
 
@@ -251,10 +256,10 @@ class LeaderboardPart:
 def latency_order() -> tuple[LeaderboardPart, ...]:
     """KernelIndex's order of a group's runs, the one the leaderboard pages and every run's rank follow.
 
-    Ranked runs by latency, then by run id; then the rankable runs a rerun did not reproduce, numbered
-    after all the others (issue #14); then the runs that cannot be ranked, unnumbered: those with a
-    latency (failed or incorrect), then those without. Each part is read from an index of its own
-    (runs.models: RANKED, DEMOTED, UNRANKED_MEASURED, UNMEASURED).
+    Ranked runs by latency, then by run id; then the rankable runs a rerun did not reproduce or that reported a
+    time below the physics floor, numbered after all the others (issues #14, #44); then the runs that cannot be
+    ranked, unnumbered: those with a latency (failed or incorrect), then those without. Each part is read from
+    an index of its own (runs.models: RANKED, DEMOTED, UNRANKED_MEASURED, UNMEASURED).
     """
     by_latency = ("latency_ns", "run_id")
     return (
@@ -266,7 +271,9 @@ def latency_order() -> tuple[LeaderboardPart, ...]:
 
 
 def _demoted(run: Run) -> bool:
-    return run.evidence == Run.Evidence.NOT_REPRODUCED
+    """Ranked after all the others (runs.models.RANKED_LAST): a rerun did not reproduce it, or it reported a time
+    below the physics floor."""
+    return run.evidence == Run.Evidence.NOT_REPRODUCED or run.faster_than_floor
 
 
 def source_order() -> tuple[LeaderboardPart, ...]:
