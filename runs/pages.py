@@ -29,6 +29,7 @@ from runs import display, serializers
 from runs.charts import Mark, StripChart, latency_chart, score_chart
 from runs.citations import Citation
 from runs.display import format_latency as latency
+from runs.floors import case_floors
 from runs.forms import RerunForm, RunSearchForm
 from runs.keyset import KeysetPage, Part, decode, read_page
 from runs.models import (
@@ -171,7 +172,13 @@ def run_page(run: Run, documents: dict[str, Document], *, may_request_rerun: boo
         "fragment_seconds": DOCUMENT_FRAGMENT_SECONDS,
         "release": release_id(),
         "measurements": once(lambda: display.measurements(run_doc)),
-        "case_results": once(lambda: display.case_rows(run_doc.cases or [], display.workload_axes(workload))),
+        "case_results": once(
+            lambda: display.case_rows(
+                run_doc.cases or [], display.workload_axes(workload), case_floors(run, values["run"]["spec"])
+            )
+        ),
+        # A reported time below its physics floor (records.floor), said beside the primary measurement.
+        "floor_breach": run.floor_breach if run.faster_than_floor else None,
         "protocol_rows": once(lambda: display.protocol_rows(protocol_record)),
         "environment_rows": once(lambda: display.environment_rows(environment)),
         "hardware": display.environment_hardware(environment.spec) if environment else run.hardware,
@@ -258,7 +265,11 @@ def reruns_section(
 def twin_index(run: Run, reruns: dict[str, Any]) -> dict[str, Any]:
     """What the run's JSON twin (and the API's copy of it) carries beside its documents
     (records.manifest.INDEX_MEMBERS): its evidence and reruns, and where it stands with the verification policy."""
-    return {**serializers.run_index_json(run, reruns), "verification": run_verification(run).as_json()}
+    return {
+        **serializers.run_index_json(run, reruns),
+        "verification": run_verification(run).as_json(),
+        "floor": serializers.floor_json(run, case_floors(run, (document_value(run.digest) or {}).get("spec") or {})),
+    }
 
 
 def reruns_fragment(run: Run, *, may_request_rerun: bool) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Any
 from django.http import HttpRequest
 from django.urls import reverse
 
+from records.floor import CaseFloor
 from records.rerun import RULE_VERSION
 from records.sources import SourceInfo
 from runs.forms import RunSearchForm
@@ -103,6 +104,16 @@ def run_index_json(run: Run, reruns: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def floor_json(run: Run, floors: list[CaseFloor | None]) -> dict[str, Any]:
+    """The run's physics floor (records.floor): whether a reported time is below it, the worst such claim, and
+    each reported case's floor on the run's class, in the order of its cases (null where a case has none)."""
+    return {
+        "fasterThanPhysicallyPossible": run.faster_than_floor,
+        "breach": run.floor_breach if run.faster_than_floor else None,
+        "cases": [floor.as_json() if floor else None for floor in floors],
+    }
+
+
 # -- lists of runs -----------------------------------------------------------------
 
 
@@ -122,6 +133,8 @@ def run_summary(run: Run, position: int | None = None) -> dict[str, Any]:
         "primaryStatistic": run.primary_statistic,
         "latencyNs": run.latency_ns,
         "sourceScore": run.source_score,
+        # A reported time below the physics floor: the run is ranked after the others (records.floor).
+        "fasterThanFloor": run.faster_than_floor,
         "observedAt": _timestamp(run.observed_at),
         "publishedAt": run.published_at.isoformat(),
     }
