@@ -44,7 +44,9 @@ def submitted(client: Client, demo: Callable[[str], Run], settings: Any) -> Run:
     create_worker_key("tests-cpu", ["cpu"])
     _, secret = issue_token("floor tests")
     body = json.dumps(too_fast_manifest())
-    response = client.post(SUBMIT_URL, body, content_type="application/json", headers={"Authorization": f"Bearer {secret}"})
+    response = client.post(
+        SUBMIT_URL, body, content_type="application/json", headers={"Authorization": f"Bearer {secret}"}
+    )
     assert response.status_code == 201, response.content
     return Run.objects.get(external_id="tests/too-fast")
 
