@@ -311,7 +311,8 @@ def run_breach(run_spec: Mapping[str, Any], inputs: FloorInputs) -> Breach | Non
     floor of the cases it covers (its own cases, else every case of the definition); None when none is below."""
     if not isinstance(run_spec, Mapping) or run_spec.get("status") not in TIMED_STATUSES:
         return None
-    cases = run_spec.get("cases") if isinstance(run_spec.get("cases"), list) else []
+    given = run_spec.get("cases")
+    cases: list[Any] = given if isinstance(given, list) else []
     floors = run_case_floors(run_spec, inputs)
     claims: list[tuple[str, Any, CaseFloor | None]] = []
     for position, (case, floor) in enumerate(zip(cases, floors, strict=True), start=1):
