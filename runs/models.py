@@ -240,7 +240,7 @@ NEWEST_FIRST = tuple(key.desc() for key in NEWEST_KEYS)
 LISTED_FIELDS = (
     *("run_id", "source", "external_id", "digest", "group", "implementation_name", "hardware", "status"),
     *("evidence", "withdrawn_at", "primary_statistic", "latency_ns", "source_score", "source_rank"),
-    *("on_public_board", "observed_at", "published_at"),
+    *("on_public_board", "observed_at", "published_at", "faster_than_floor"),
     *("definition__source", "definition__name", "definition__title"),
 )
 
