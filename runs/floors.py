@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from records.canonical import parse_json
 from records.floor import CaseFloor, FloorInputs, run_breach, run_case_floors
 from records.hardware import hardware_class, hardware_class_of, memory_bandwidth_of
-from runs.models import Definition, Document, ReferenceRow, Run
+from runs.models import Definition, Document, ReferenceRow, Run, WorkloadCase
 
 CHUNK = 500
 
@@ -126,3 +126,27 @@ def case_floors(run: Run, run_spec: Mapping[str, Any]) -> list[CaseFloor | None]
         return []
     inputs = FloorReader().inputs(run)
     return run_case_floors(run_spec, inputs) if inputs is not None else []
+
+
+def definition_floors(
+    definition: Definition, cases: list[WorkloadCase], references: list[ReferenceRow], products: Iterable[str]
+) -> dict[str, list[CaseFloor | None]]:
+    """Each case's floor on each of these GPUs (the definition's reference rows' and groups'), by product name;
+    a product whose class has no floor for any case is left out."""
+    shape = {"axes": definition.axes, "outputs": definition.outputs}
+    known = [{"uuid": case.uuid, "axes": case.axes} for case in cases]
+    floors: dict[str, list[CaseFloor | None]] = {}
+    for product in sorted(set(products)):
+        name = hardware_class_of(product)
+        sol: list[Any] = next(
+            (
+                ref.per_case_ns
+                for ref in references
+                if ref.kind == ReferenceRow.Kind.SOL_BOUND and hardware_class_of(ref.hardware) == name
+            ),
+            [],
+        )
+        per_case = FloorInputs(shape, known, memory_bandwidth_of(name), sol).definition_floors()
+        if any(per_case):
+            floors[product] = per_case
+    return floors

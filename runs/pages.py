@@ -29,7 +29,7 @@ from runs import display, serializers
 from runs.charts import Mark, StripChart, latency_chart, score_chart
 from runs.citations import Citation
 from runs.display import format_latency as latency
-from runs.floors import case_floors
+from runs.floors import case_floors, definition_floors
 from runs.forms import RerunForm, RunSearchForm
 from runs.keyset import KeysetPage, Part, decode, read_page
 from runs.models import (
@@ -373,12 +373,20 @@ def definition_page(definition: Definition) -> dict[str, Any]:
         }
     # One row per group: its figures are kept on it (runs.figures), the best latency among its ranked runs.
     # The best run comes along: its statistic and evidence level stand beside the best latency.
-    groups = (
+    groups = list(
         definition.groups.select_related("best_run")
         .annotate(best_latency=F("best_latency_ns"))
         .order_by("hardware", "harness", "harness_version", "-run_count")
     )
     reference_columns = sorted({f"{ref.get_kind_display()} ({ref.hardware})" for ref in references})
+    # Each case's physics floor (records.floor) on each GPU the page names, beside its SOL bound and baseline.
+    floors = definition_floors(
+        definition, cases, references, [ref.hardware for ref in references] + [group.hardware for group in groups]
+    )
+    for position, case in enumerate(cases):
+        case.floors = {  # type: ignore[attr-defined]
+            product: floor.floor_ns for product, per_case in floors.items() if (floor := per_case[position])
+        }
     runnable = runnable_definition(definition)
     reference = runnable.get("reference") if runnable else None
     return {
@@ -388,7 +396,8 @@ def definition_page(definition: Definition) -> dict[str, Any]:
         "cases": cases,
         "references": references,
         "reference_columns": reference_columns,
-        "groups": list(groups),
+        "floor_columns": list(floors),
+        "groups": groups,
     }
 
 

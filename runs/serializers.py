@@ -233,6 +233,8 @@ def definition_json(context: dict[str, Any]) -> dict[str, Any]:
                 "axes": case.axes,
                 "tolerance": case.tolerance,
                 "references": case.references,
+                # The case's physics floor (records.floor) on each GPU the page names, in ns.
+                "floors": case.floors,
             }
             for case in context["cases"]
         ],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from api.models import issue_token
-from runs.models import Run
+from runs.models import Definition, ReferenceRow, Run
 from runs.worker_keys import create_worker_key
 from tests.pages import visible_text
 from tests.runs.conftest import DEMO
@@ -105,3 +106,22 @@ def test_decide_floors_flags_runs_stored_before_and_clears_them_once_honest(subm
     submitted.refresh_from_db()
     assert submitted.faster_than_floor
     assert submitted.floor_breach["rule"] == 1
+
+
+def test_no_run_of_the_real_data_is_flagged_and_the_definition_page_shows_each_cases_floor_beside_its_sol_bound(
+    import_runs: Callable[..., str], sample: Path, client: Client
+) -> None:
+    import_runs(sample / "sol-execbench")
+    import_runs(sample / "flashinfer-bench")
+    import_runs(sample / "kernelbench")
+    assert Run.objects.count() > 500
+    assert not Run.objects.filter(faster_than_floor=True).exists()
+    definition = Definition.objects.get(source="sol-execbench", external_id="8")
+    page = visible_text(client.get(definition.get_absolute_url()).content.decode())
+    header = page.split("Cases")[1]
+    assert header.index("Floor (NVIDIA B200)") < header.index("SOL bound (NVIDIA B200)")
+    twin = client.get(definition.get_absolute_url() + ".json").json()
+    sol = ReferenceRow.objects.get(definition=definition, kind="sol_bound").per_case_ns
+    floors = [case["floors"]["NVIDIA B200"] for case in twin["cases"]]
+    assert len(floors) == len(sol) == 16
+    assert all(floor >= bound for floor, bound in zip(floors, sol, strict=True))  # the larger of the two
