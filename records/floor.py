@@ -17,6 +17,7 @@ import ast
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from harness.wire.exchange import DTYPE_BYTES
@@ -274,8 +275,17 @@ class FloorInputs:
         axes = {**(known if isinstance(known, Mapping) else {}), **(own if isinstance(own, Mapping) else {})}
         return case_floor(self.definition, axes, self.bandwidth, self._sol(index))
 
+    @property
+    def may_floor(self) -> bool:
+        """Whether any case can have a floor here: a bandwidth, or a SOL bound (else no run need be read)."""
+        return self.bandwidth is not None or any(_positive(value) for value in self.sol_ns)
+
     def definition_floors(self) -> list[CaseFloor | None]:
-        """Each of the definition's cases' floor, in order."""
+        """Each of the definition's cases' floor, in order (worked out once: every run of a file shares them)."""
+        return list(self._definition_floors)
+
+    @cached_property
+    def _definition_floors(self) -> list[CaseFloor | None]:
         floors = []
         for index, case in enumerate(self.cases):
             axes = case.get("axes") if isinstance(case, Mapping) else None

@@ -29,6 +29,7 @@ class FloorReader:
         self.documents: dict[str, Any] = {}
         self.definitions: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
         self.sol: dict[tuple[int, str], list[Any]] = {}
+        self.made: dict[tuple[str, int | None, str], FloorInputs | None] = {}
 
     def load(self, digests: Iterable[str]) -> None:
         """Read these documents in one query (those not read yet)."""
@@ -48,11 +49,19 @@ class FloorReader:
         return hardware_class_of(run.hardware)
 
     def inputs(self, run: Run) -> FloorInputs | None:
-        """What the run's floors are made of; None when the definition it ran is not known here."""
+        """What the run's floors are made of; None when the definition it ran is not known here. Runs of one
+        workload, definition and class share them (and the floors worked out from them)."""
         name = self.hardware_class(run)
+        key = (run.workload_digest, run.definition_id, name)
+        if key not in self.made:
+            self.made[key] = self._inputs(run, name)
+        return self.made[key]
+
+    def _inputs(self, run: Run, name: str) -> FloorInputs | None:
         workload = self.document(run.workload_digest)
         spec = workload.get("spec") if isinstance(workload, Mapping) else None
-        embedded = (spec or {}).get("definition", {}).get("document") if isinstance(spec, Mapping) else None
+        reference = spec.get("definition") if isinstance(spec, Mapping) else None
+        embedded = reference.get("document") if isinstance(reference, Mapping) else None
         stored = self._definition(run.definition_id) if run.definition_id else None
         if isinstance(embedded, Mapping):
             definition, cases = embedded, (spec or {}).get("cases") or []
@@ -104,11 +113,14 @@ def decide_floors(runs: QuerySet[Run]) -> set[int]:
 
 
 def _decide_chunk(runs: list[Run], reader: FloorReader) -> list[Run]:
-    reader.load(digest for run in runs for digest in (run.digest, run.workload_digest, run.environment_digest))
+    reader.load(digest for run in runs for digest in (run.workload_digest, run.environment_digest))
+    # A run document is read only where a floor can be had: most runs of a large import have none.
+    judged = {run.pk: inputs for run in runs if (inputs := reader.inputs(run)) is not None and inputs.may_floor}
+    reader.load(run.digest for run in runs if run.pk in judged)
     changed = []
     for run in runs:
-        inputs = reader.inputs(run)
-        spec = (reader.document(run.digest) or {}).get("spec") or {}
+        inputs = judged.get(run.pk)
+        spec = (reader.document(run.digest) or {}).get("spec") or {} if inputs is not None else {}
         breach = run_breach(spec, inputs) if inputs is not None else None
         decided = breach.as_json() if breach is not None else None
         if run.faster_than_floor != (breach is not None) or run.floor_breach != decided:
