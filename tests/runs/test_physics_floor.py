@@ -125,3 +125,9 @@ def test_no_run_of_the_real_data_is_flagged_and_the_definition_page_shows_each_c
     floors = [case["floors"]["NVIDIA B200"] for case in twin["cases"]]
     assert len(floors) == len(sol) == 16
     assert all(floor >= bound for floor, bound in zip(floors, sol, strict=True))  # the larger of the two
+
+
+def test_its_groups_feed_never_announces_it_as_the_new_number_one(submitted: Run, client: Client) -> None:
+    feed = client.get(f"/groups/{submitted.group.key}/feed.atom").content.decode()
+    assert "New #1" in feed
+    assert submitted.run_id not in feed
