@@ -15,7 +15,7 @@ from django.test import Client
 from api.models import issue_token
 from runs.models import Definition, ReferenceRow, Run
 from runs.worker_keys import create_worker_key
-from tests.pages import visible_text
+from tests.pages import SOL_SUBMISSIONS, visible_text, write_jsonl
 from tests.runs.conftest import DEMO
 
 pytestmark = pytest.mark.usefixtures("memory_broker")
@@ -131,3 +131,23 @@ def test_its_groups_feed_never_announces_it_as_the_new_number_one(submitted: Run
     feed = client.get(f"/groups/{submitted.group.key}/feed.atom").content.decode()
     assert "New #1" in feed
     assert submitted.run_id not in feed
+
+
+def test_a_sol_execbench_submission_below_the_sources_sol_bound_leaves_the_boards_order_unranked(
+    import_runs: Callable[..., str], sample: Path, client: Client, tmp_path: Path
+) -> None:
+    """Kernel 8's SOL bounds on B200 are microseconds; a submission claiming 100 ns keeps its board score but is
+    listed after the board's other runs, without a rank."""
+    import_runs(sample / "sol-execbench")
+    record = json.loads(SOL_SUBMISSIONS.read_text().splitlines()[0])  # kernel 8, on the board
+    record.pop("event")
+    record |= {"id": 990_001, "latency_ms": 0.0001}
+    import_runs(write_jsonl(tmp_path / "submissions.jsonl", [record]))
+    run = Run.objects.get(source="sol-execbench", external_id="990001")
+    assert run.faster_than_floor
+    assert run.floor_breach["source"].startswith("the geometric mean of its cases' floors")
+    assert run.source_rank is not None  # the board still scores it ...
+    text = visible_text(client.get(run.get_absolute_url()).content.decode())
+    assert "Not ranked: it reported a time faster than physically possible, so it is listed after" in text
+    honest = Run.objects.get(source="sol-execbench", external_id="18134")
+    assert not honest.faster_than_floor  # ... the real submission with the same score is not flagged
