@@ -446,6 +446,8 @@ def compare_page(a: Run, b: Run) -> dict[str, Any]:
         "same_group": a.group_id == b.group_id,
         # A ratio of figures a rerun contradicted is headlined only with that said beside it.
         "not_reproduced": [run for run in (a, b) if run.evidence == Run.Evidence.NOT_REPRODUCED],
+        # Likewise a figure below the physics floor (records.floor).
+        "below_floor": [run for run in (a, b) if run.faster_than_floor],
         "reasons": [] if a.group_id == b.group_id else display.comparability_reasons(a.group, b.group),
         "metrics": [
             (name, metrics_a.get(name), metrics_b.get(name)) for name in sorted(metrics_a.keys() | metrics_b.keys())

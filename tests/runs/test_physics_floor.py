@@ -151,3 +151,12 @@ def test_a_sol_execbench_submission_below_the_sources_sol_bound_leaves_the_board
     assert "Not ranked: it reported a time faster than physically possible, so it is listed after" in text
     honest = Run.objects.get(source="sol-execbench", external_id="18134")
     assert not honest.faster_than_floor  # ... the real submission with the same score is not flagged
+
+
+def test_comparing_it_with_number_one_says_its_figure_is_faster_than_physically_possible(
+    submitted: Run, client: Client
+) -> None:
+    group = submitted.group
+    group.refresh_from_db()
+    page = visible_text(client.get(f"/compare/{group.best_run_run_id}/{submitted.run_id}").content.decode())
+    assert f"{submitted.run_id} reported a time faster than physically possible" in page
