@@ -325,18 +325,20 @@ def _latency_chart(group: ComparisonGroup, highlight: Run | None, references: li
     run_url = run_url_maker()  # one reverse() for the hundreds of links
     viewed = highlight.run_id if highlight is not None else ""
     marks = [
-        _latency_mark(run_id, ns, evidence, run_url(run_id), run_id == viewed)
-        for run_id, ns, evidence in chart_latencies(group, highlight)
+        _latency_mark(run_id, ns, evidence, run_url(run_id), run_id == viewed, below_floor=below)
+        for run_id, ns, evidence, below in chart_latencies(group, highlight)
     ]
     lines = [(ref.kind, ref.get_kind_display(), ref.latency_ns) for ref in references]
     shown = "the fastest ranked runs" if len(marks) >= CHART_POINTS else "every ranked run"
     return latency_chart(f"Latency of {shown} in the group", marks, lines)
 
 
-def _latency_mark(run_id: str, ns: float, evidence: str, href: str, viewed: bool) -> Mark:
-    """A run on the latency chart; one a rerun did not reproduce says so in its label and its shape."""
+def _latency_mark(run_id: str, ns: float, evidence: str, href: str, viewed: bool, *, below_floor: bool = False) -> Mark:
+    """A run on the latency chart; one a rerun did not reproduce says so in its label and its shape, one below
+    its physics floor in its label."""
     disputed = evidence == Run.Evidence.NOT_REPRODUCED
     label = f"{run_id}: {latency(ns)}" + (f" ({EVIDENCE_LABELS[evidence]})" if disputed else "")
+    label += " (faster than physically possible)" if below_floor else ""
     return Mark(ns, label, href, viewed, not_reproduced=disputed)
 
 

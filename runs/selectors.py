@@ -380,22 +380,23 @@ def board_for(group: ComparisonGroup) -> SourceBoard | None:
     ).first()
 
 
-def chart_latencies(group: ComparisonGroup, highlight: Run | None) -> list[tuple[str, float, str]]:
-    """(run id, latency, evidence level) for the fastest runs of a group, plus the highlighted one wherever it is."""
+def chart_latencies(group: ComparisonGroup, highlight: Run | None) -> list[tuple[str, float, str, bool]]:
+    """(run id, latency, evidence level, below its physics floor) for the fastest runs of a group, plus the
+    highlighted one wherever it is."""
     # The first runs of the leaderboard's numbered parts, each read from its own index in its order.
-    rows: list[tuple[str, float, str]] = []
+    rows: list[tuple[str, float, str, bool]] = []
     for entry in latency_order():
         if entry.numbered and len(rows) < CHART_POINTS:
             runs = Run.objects.filter(entry.part.where, group=group).order_by(*entry.part.keys)
             rows += [
-                (run_id, float(ns or 0), evidence)
-                for run_id, ns, evidence in runs.values_list("run_id", "latency_ns", "evidence")[
-                    : CHART_POINTS - len(rows)
-                ]
+                (run_id, float(ns or 0), evidence, below)
+                for run_id, ns, evidence, below in runs.values_list(
+                    "run_id", "latency_ns", "evidence", "faster_than_floor"
+                )[: CHART_POINTS - len(rows)]
             ]
     if highlight is not None and highlight.is_rankable and all(row[0] != highlight.run_id for row in rows):
         assert highlight.latency_ns is not None
-        rows.append((highlight.run_id, highlight.latency_ns, highlight.evidence))
+        rows.append((highlight.run_id, highlight.latency_ns, highlight.evidence, highlight.faster_than_floor))
     return rows
 
 
