@@ -99,6 +99,9 @@ GB200_BANDWIDTH = MemoryBandwidth(8e12, "NVIDIA GB200 NVL72 datasheet: 8 TB/s HB
 A100_BANDWIDTH = MemoryBandwidth(
     2.039e12, "NVIDIA A100 Tensor Core GPU datasheet: 2,039 GB/s HBM2e on A100 80GB SXM, the class's fastest"
 )
+L40_BANDWIDTH = MemoryBandwidth(864e9, "NVIDIA L40 and L40S datasheets: 864 GB/s GDDR6")
+L4_BANDWIDTH = MemoryBandwidth(300e9, "NVIDIA L4 Tensor Core GPU datasheet: 300 GB/s GDDR6")
+T4_BANDWIDTH = MemoryBandwidth(320e9, "NVIDIA T4 Tensor Core GPU datasheet: 320+ GB/s GDDR6")
 MI300X_BANDWIDTH = MemoryBandwidth(5.3e12, "AMD Instinct MI300X accelerator data sheet: 5.3 TB/s peak HBM3")
 # A CPU class is deliberately generous: a floor must never flag an honest kernel, and a CPU kernel's small
 # outputs are written to its caches, not to memory. 100 TB/s is above any CPU socket's memory (none reaches
@@ -122,14 +125,14 @@ HARDWARE_CLASSES = (
     _gpu("nvidia", "H200", "sm_90", H200_BANDWIDTH),
     _gpu("nvidia", "H800", "sm_90"),
     _gpu("nvidia", "H20", "sm_90"),
-    _gpu("nvidia", "L40", "sm_89"),
-    _gpu("nvidia", "L4", "sm_89"),
+    _gpu("nvidia", "L40", "sm_89", L40_BANDWIDTH),
+    _gpu("nvidia", "L4", "sm_89", L4_BANDWIDTH),
     _gpu("nvidia", "RTX 4090", "sm_89"),
     _gpu("nvidia", "A100", "sm_80", A100_BANDWIDTH),
     _gpu("nvidia", "A800", "sm_80"),
     _gpu("nvidia", "A10", "sm_86"),
     _gpu("nvidia", "RTX 3090", "sm_86"),
-    _gpu("nvidia", "T4", "sm_75"),
+    _gpu("nvidia", "T4", "sm_75", T4_BANDWIDTH),
     _gpu("nvidia", "V100", "sm_70"),
     _gpu("amd", "MI300X", "gfx942", MI300X_BANDWIDTH),
 )
