@@ -37,6 +37,8 @@ MAX_OUTPUT_BYTES = 2**60
 MAX_EXPONENT = 64
 MAX_POWERS = 2
 MAX_EXPRESSION_CHARS = 256
+SOL_SOURCE = "the source's speed-of-light bound for this case"
+SOL_SOURCES = "the source's speed-of-light bounds for the cases"
 # Statistics that are at least the geometric mean of the cases' times (an arithmetic mean is never below the
 # geometric one; SOL-ExecBench's "mean" latency is their geometric mean). Any other aggregate is compared with
 # the smallest case's floor, which no order statistic can be below.
@@ -179,7 +181,7 @@ def case_floor(
     if written is None and sol is None:
         return None
     if sol is not None and (written is None or sol > written):
-        return CaseFloor(sol, size, written, sol, "the source's speed-of-light bound for this case")
+        return CaseFloor(sol, size, written, sol, SOL_SOURCE)
     assert written is not None
     assert bandwidth is not None
     return CaseFloor(written, size, written, sol, f"its outputs written at {bandwidth.label} ({bandwidth.source})")
@@ -204,7 +206,8 @@ def aggregate_floor(floors: Sequence[CaseFloor | None], statistic: str) -> CaseF
     known = [floor for floor in floors if floor is not None]
     if statistic in MEAN_STATISTICS:
         value = math.exp(sum(math.log(floor.floor_ns) for floor in known) / len(known))
-        sources = sorted({floor.source for floor in known})
+        # Each case's floor is its SOL bound or its outputs written at the bandwidth: say which, once each.
+        sources = sorted({SOL_SOURCES if floor.source == SOL_SOURCE else floor.source for floor in known})
         return CaseFloor(value, None, None, None, f"the geometric mean of its cases' floors ({'; '.join(sources)})")
     lowest = min(known, key=lambda floor: floor.floor_ns)
     return CaseFloor(lowest.floor_ns, None, None, None, f"its fastest case's floor ({lowest.source})")
