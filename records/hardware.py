@@ -27,6 +27,21 @@ PRODUCT_NAMES = {
 
 
 @dataclass(frozen=True)
+class MemoryBandwidth:
+    """A class's peak memory bandwidth and the document it is read from: what its physics floor is made of
+    (records.floor). The figure is the fastest product of the class, so that a floor never flags an honest run
+    of any of them."""
+
+    bytes_per_second: float
+    source: str
+
+    @property
+    def label(self) -> str:
+        """'3.9 TB/s', as datasheets write it."""
+        return f"{self.bytes_per_second / 1e12:.4g} TB/s"
+
+
+@dataclass(frozen=True)
 class HardwareClass:
     """A class of machine: what a rerun queue serves, and what evidence is decided per.
 
@@ -42,6 +57,8 @@ class HardwareClass:
     # Product-name fragments the class matches ("H100" matches "NVIDIA H100 80GB HBM3").
     products: tuple[str, ...]
     architecture: str | None = None
+    # None: no published figure is known here, and the class has no physics floor (never a guess).
+    memory_bandwidth: MemoryBandwidth | None = None
 
     @property
     def queue(self) -> str:
@@ -65,31 +82,59 @@ _CPU_CLASS_NAME = re.compile(r"cpu-[a-z0-9]+(?:-[a-z0-9]+)*")
 _CLASS_NAME_LENGTH = 64
 
 
-def _gpu(vendor: str, fragment: str, architecture: str) -> HardwareClass:
-    return HardwareClass(f"{vendor}-{fragment.lower().replace(' ', '')}", vendor, "cuda", (fragment,), architecture)
+def _gpu(vendor: str, fragment: str, architecture: str, bandwidth: MemoryBandwidth | None = None) -> HardwareClass:
+    name = f"{vendor}-{fragment.lower().replace(' ', '')}"
+    return HardwareClass(name, vendor, "cuda", (fragment,), architecture, bandwidth)
+
+
+# Peak memory bandwidth per class, each the vendor's datasheet figure for the class's fastest product (a class
+# holds every form factor of a GPU, and a floor must hold for all of them).
+H100_BANDWIDTH = MemoryBandwidth(
+    3.9e12,
+    "NVIDIA H100 Tensor Core GPU datasheet: 3.35 TB/s HBM3 on H100 SXM, 3.9 TB/s on H100 NVL, the class's fastest",
+)
+H200_BANDWIDTH = MemoryBandwidth(4.8e12, "NVIDIA H200 Tensor Core GPU datasheet: 4.8 TB/s HBM3e (H200 SXM and NVL)")
+B200_BANDWIDTH = MemoryBandwidth(8e12, "NVIDIA HGX B200 / DGX B200 datasheet: 8 TB/s HBM3e per B200 GPU")
+GB200_BANDWIDTH = MemoryBandwidth(8e12, "NVIDIA GB200 NVL72 datasheet: 8 TB/s HBM3e per Blackwell GPU")
+A100_BANDWIDTH = MemoryBandwidth(
+    2.039e12, "NVIDIA A100 Tensor Core GPU datasheet: 2,039 GB/s HBM2e on A100 80GB SXM, the class's fastest"
+)
+L40_BANDWIDTH = MemoryBandwidth(864e9, "NVIDIA L40 and L40S datasheets: 864 GB/s GDDR6")
+L4_BANDWIDTH = MemoryBandwidth(300e9, "NVIDIA L4 Tensor Core GPU datasheet: 300 GB/s GDDR6")
+T4_BANDWIDTH = MemoryBandwidth(320e9, "NVIDIA T4 Tensor Core GPU datasheet: 320+ GB/s GDDR6")
+MI300X_BANDWIDTH = MemoryBandwidth(5.3e12, "AMD Instinct MI300X accelerator data sheet: 5.3 TB/s peak HBM3")
+# A CPU class is deliberately generous: a floor must never flag an honest kernel, and a CPU kernel's small
+# outputs are written to its caches, not to memory. 100 TB/s is above any CPU socket's memory (none reaches
+# 2 TB/s; the HBM2e of Intel's Xeon CPU Max Series, the fastest, is quoted near 1 TB/s) and above the store
+# bandwidth of every core's L1 cache together on the largest sockets (192 cores x 64 B a cycle x 4 GHz is about
+# 50 TB/s). It catches only claims no processor could make.
+CPU_BANDWIDTH = MemoryBandwidth(
+    100e12,
+    "a deliberately generous CPU bound: above any socket's memory bandwidth and all its cores' L1 caches together",
+)
 
 
 # Most specific first: a product is in the first class one of whose fragments it contains ("GB200" before "B200").
 HARDWARE_CLASSES = (
-    HardwareClass(CPU_CLASS, "any", "cpu", ("CPU",)),
-    _gpu("nvidia", "GB200", "sm_100"),
-    _gpu("nvidia", "B200", "sm_100"),
+    HardwareClass(CPU_CLASS, "any", "cpu", ("CPU",), memory_bandwidth=CPU_BANDWIDTH),
+    _gpu("nvidia", "GB200", "sm_100", GB200_BANDWIDTH),
+    _gpu("nvidia", "B200", "sm_100", B200_BANDWIDTH),
     _gpu("nvidia", "B300", "sm_103"),
     _gpu("nvidia", "GH200", "sm_90"),
-    _gpu("nvidia", "H100", "sm_90"),
-    _gpu("nvidia", "H200", "sm_90"),
+    _gpu("nvidia", "H100", "sm_90", H100_BANDWIDTH),
+    _gpu("nvidia", "H200", "sm_90", H200_BANDWIDTH),
     _gpu("nvidia", "H800", "sm_90"),
     _gpu("nvidia", "H20", "sm_90"),
-    _gpu("nvidia", "L40", "sm_89"),
-    _gpu("nvidia", "L4", "sm_89"),
+    _gpu("nvidia", "L40", "sm_89", L40_BANDWIDTH),
+    _gpu("nvidia", "L4", "sm_89", L4_BANDWIDTH),
     _gpu("nvidia", "RTX 4090", "sm_89"),
-    _gpu("nvidia", "A100", "sm_80"),
+    _gpu("nvidia", "A100", "sm_80", A100_BANDWIDTH),
     _gpu("nvidia", "A800", "sm_80"),
     _gpu("nvidia", "A10", "sm_86"),
     _gpu("nvidia", "RTX 3090", "sm_86"),
-    _gpu("nvidia", "T4", "sm_75"),
+    _gpu("nvidia", "T4", "sm_75", T4_BANDWIDTH),
     _gpu("nvidia", "V100", "sm_70"),
-    _gpu("amd", "MI300X", "gfx942"),
+    _gpu("amd", "MI300X", "gfx942", MI300X_BANDWIDTH),
 )
 CLASSES = {hardware.name: hardware for hardware in HARDWARE_CLASSES}
 
@@ -115,8 +160,17 @@ def hardware_class_named(name: str) -> HardwareClass:
     if hardware is not None:
         return hardware
     if len(named) <= _CLASS_NAME_LENGTH and _CPU_CLASS_NAME.fullmatch(named):
-        return HardwareClass(named, vendor_of(named.replace("-", " ")), "cpu", (named,))
+        return HardwareClass(named, vendor_of(named.replace("-", " ")), "cpu", (named,), None, CPU_BANDWIDTH)
     raise UnknownHardwareClassError(name)
+
+
+def memory_bandwidth_of(name: str) -> MemoryBandwidth | None:
+    """The peak memory bandwidth of a class name (a CPU model's class has the CPU bound); None for a class with
+    no known figure, or no class at all (a product no class matches names a class of its own)."""
+    try:
+        return hardware_class_named(name).memory_bandwidth
+    except UnknownHardwareClassError:
+        return None
 
 
 def cpu_class_of(model: str) -> str:

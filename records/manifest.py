@@ -22,7 +22,7 @@ MANIFEST_ROLES = ("run", "protocol", "environment", "workload", "implementation"
 # What a run's JSON twin adds beside its documents: KernelIndex's own state of the run (its evidence
 # level, reruns, and where it stands with the verification policy), digested by nothing. An import ignores
 # them: the index derives them itself.
-INDEX_MEMBERS = ("evidence", "reruns", "verification")
+INDEX_MEMBERS = ("evidence", "reruns", "verification", "floor")
 REQUIRED_ROLES = ("run", "protocol", "environment")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -492,6 +492,8 @@ class CaseRow:
     max_abs_error: str
     max_rel_error: str
     message: str
+    # The case's physics floor on the run's class (records.floor), where it has one.
+    floor_ns: float | None = None
 
 
 def case_name(case: ShownCase, axes_by_uuid: Mapping[str, Mapping[str, Any]]) -> str:
@@ -526,17 +528,21 @@ def workload_axes(workload: WorkloadSpec | None) -> dict[str, dict[str, Any]]:
     return {case.uuid: dict(case.axes) for case in cases if case.uuid}
 
 
-def case_rows(cases: Sequence[object], axes_by_uuid: Mapping[str, Mapping[str, Any]]) -> list[CaseRow]:
+def case_rows(
+    cases: Sequence[object], axes_by_uuid: Mapping[str, Mapping[str, Any]], floors: Sequence[Any] = ()
+) -> list[CaseRow]:
     """The rows of a per-case table, from a run's `cases` (records.schema.CaseResult), or a rerun's result's
-    cases as stored (plain values, read here through the same model)."""
+    cases as stored (plain values, read here through the same model); `floors`, the cases' physics floors in
+    the same order (records.floor.CaseFloor or None), where the table shows them."""
     rows = []
-    for raw in cases:
+    for index, raw in enumerate(cases):
         try:
             # A run's own cases read through their model still carry the fields it keeps undeclared.
             case = ShownCase.model_validate(raw, from_attributes=isinstance(raw, CaseResult))
         except ValidationError:
             continue  # not a case this version can read; the manifest still shows it
-        rows.append(_case_row(case, axes_by_uuid))
+        floor = floors[index] if index < len(floors) else None
+        rows.append(replace(_case_row(case, axes_by_uuid), floor_ns=floor.floor_ns if floor else None))
     return rows
 
 

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_safe
 
 from records.sources import SourceInfo
 from runs.display import format_latency
-from runs.models import ComparisonGroup, Definition, Run, RunQuerySet
+from runs.models import RANKED_LAST, ComparisonGroup, Definition, Run, RunQuerySet
 from runs.selectors import (
     get_definition_or_404,
     get_group_or_404,
@@ -140,11 +140,12 @@ class GroupTopFeed(RunsFeed):
 
 def top_run_changes(group: ComparisonGroup) -> list[Run]:
     """The runs of a group that were its #1 when they were published, in publication order."""
-    # A run a rerun did not reproduce is never ranked above one that was not found wanting: it never led.
+    # A run a rerun did not reproduce, or one faster than physically possible, is never ranked above one that
+    # was not found wanting (runs.models.RANKED_LAST): it never led.
     runs = Run.objects.rankable().filter(group=group)
     if group.native_order:
         runs = group.runs.listed().filter(on_public_board=True).exclude(source_score=None)
-    runs = runs.exclude(evidence=Run.Evidence.NOT_REPRODUCED)
+    runs = runs.exclude(RANKED_LAST)
     ordered = runs.order_by("published_at", "id").values_list("pk", "latency_ns", "source_score")
     leaders: list[int] = []
     best: float | None = None

@@ -41,6 +41,7 @@ from records.summary import DefinitionRef, GroupRef, RunSummary, summarize
 from runs.bulk import BulkInserter
 from runs.dumps import RunStateWriter
 from runs.figures import refresh_group_figures, refresh_version_counts
+from runs.floors import decide_floors
 from runs.models import (
     ComparisonGroup,
     Definition,
@@ -273,6 +274,8 @@ class UnitImporter:
         self.touched_definitions: set[int] = set()
         # Groups whose runs were added or changed, or that a changed run left: their figures are recounted.
         self.touched_groups: set[int] = set()
+        # Definitions whose content this unit wrote: their runs' physics floors are decided again (runs.floors).
+        self.floor_definitions: set[int] = set()
         self.definition_ids: dict[tuple[str, str], int] = {}
         self.group_ids: dict[str, int] = {}
         self.written_digests: set[str] = set()
@@ -302,6 +305,8 @@ class UnitImporter:
         self.flush()
         self.run_states.flush()
         self.result.skipped.extend(self.run_states.sections.skipped)
+        if self.floor_definitions:
+            self.touched_groups |= decide_floors(Run.objects.filter(definition_id__in=self.floor_definitions))
         refresh_source_ranks(self.touched_definitions)
         refresh_group_figures(self.touched_groups)
         self.log.finished_at = timezone.now()
@@ -338,8 +343,10 @@ class UnitImporter:
                 )
         self._resolve_definitions(new + [run for run, _ in changed])
         self._write_documents(new + [run for run, _ in changed])
-        self._create_runs(new)
+        created = self._create_runs(new)
         self._update_runs(changed)
+        # Whether any reported time is below its physics floor, decided from the rows just written.
+        decide_floors(Run.objects.filter(pk__in=[*created, *(run_pk for _, run_pk in changed)]))
 
     def _unique_in_batch(self, batch: list[RunSummary]) -> dict[tuple[str, str], RunSummary]:
         unique: dict[tuple[str, str], RunSummary] = {}
@@ -428,13 +435,15 @@ class UnitImporter:
             written.clear()
         written.update(rows)
 
-    def _create_runs(self, new: list[RunSummary]) -> None:
+    def _create_runs(self, new: list[RunSummary]) -> list[int]:
+        """Insert the new runs; returns their primary keys."""
         if not new:
-            return
+            return []
         rows = [(run.run_id, run.source, run.external_id, *self._index_values(run)) for run in new]
         pks = RUNS.insert(rows, returning_ids=True)
         self._add_versions(zip(pks, new, strict=True))
         self.result.created += len(rows)
+        return list(pks)
 
     def _update_runs(self, changed: list[tuple[RunSummary, int]]) -> None:
         if not changed:
@@ -550,6 +559,7 @@ class UnitImporter:
         definition.case_count = len(item.cases)
         definition.content_digest = content_digest
         definition.save()
+        self.floor_definitions.add(definition.pk)
         definition.cases.all().delete()
         WorkloadCase.objects.bulk_create(
             WorkloadCase(

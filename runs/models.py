@@ -204,15 +204,19 @@ UNRANKED = LISTED & ~Q(status__in=RANKABLE_STATUSES, latency_ns__isnull=False)
 # the ranked runs, then the rankable runs a rerun did not reproduce (ranked after all the others), then the
 # unranked runs that have a latency, then those without one. Each part has an index of its own on
 # (group, latency, run id), whose condition is the part's Q, so a page is read from an index in order.
+# A run is ranked after all the others for either of two reasons: a rerun did not reproduce it, or it reported a
+# time below the physics floor (records.floor). RANKED_LAST is the one condition every order reads.
 NOT_REPRODUCED = Q(evidence="not_reproduced")
-RANKED = RANKABLE & ~NOT_REPRODUCED
-DEMOTED = RANKABLE & NOT_REPRODUCED
+BELOW_FLOOR = Q(faster_than_floor=True)
+RANKED_LAST = NOT_REPRODUCED | BELOW_FLOOR
+RANKED = RANKABLE & ~RANKED_LAST
+DEMOTED = RANKABLE & RANKED_LAST
 UNRANKED_MEASURED = LISTED & Q(latency_ns__isnull=False) & ~Q(status__in=RANKABLE_STATUSES)
 UNMEASURED = LISTED & Q(latency_ns=None)
 # A source-ordered leaderboard (runs.selectors.source_order): the runs on the source's board by its rank, those a
 # rerun did not reproduce after all the others.
-ON_BOARD = LISTED & Q(source_rank__isnull=False) & ~NOT_REPRODUCED
-BOARD_DEMOTED = LISTED & Q(source_rank__isnull=False) & NOT_REPRODUCED
+ON_BOARD = LISTED & Q(source_rank__isnull=False) & ~RANKED_LAST
+BOARD_DEMOTED = LISTED & Q(source_rank__isnull=False) & RANKED_LAST
 # Runs whose implementation names an author (runs.search reads them through indexes on this condition).
 AUTHORED = ~Q(author="")
 # Runs whose project says more than their implementation's name: most name none, or one the same as the
@@ -231,7 +235,7 @@ NEWEST_FIRST = tuple(key.desc() for key in NEWEST_KEYS)
 LISTED_FIELDS = (
     *("run_id", "source", "external_id", "digest", "group", "implementation_name", "hardware", "status"),
     *("evidence", "withdrawn_at", "primary_statistic", "latency_ns", "source_score", "source_rank"),
-    *("on_public_board", "observed_at", "published_at"),
+    *("on_public_board", "observed_at", "published_at", "faster_than_floor"),
     *("definition__source", "definition__name", "definition__title"),
 )
 
@@ -315,6 +319,10 @@ class Run(models.Model):
     source_score = models.FloatField(null=True, blank=True)
     source_rank = models.PositiveIntegerField(null=True, blank=True)
     on_public_board = models.BooleanField(default=True)
+    # Whether a reported time of the run is below its physics floor on its hardware class (records.floor), and
+    # the worst such claim (records.floor.Breach.as_json, with the rule's version); decided by runs.floors.
+    faster_than_floor = models.BooleanField(default=False)
+    floor_breach = models.JSONField(null=True, blank=True)
     # How many of each the run has, kept by their writers (runs.figures), so that its page asks only for what
     # it has: versions of its record (the page lists them where there are two or more), reruns requested,
     # evidence changes, approved notes and reproductions, and issue reports (counted by attestations, which owns

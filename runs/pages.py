@@ -30,6 +30,7 @@ from runs.charts import Mark, StripChart, latency_chart, score_chart
 from runs.citations import Citation
 from runs.display import format_latency as latency
 from runs.extensions import RERUN_ORIGIN, RunPageDocuments, run_sections
+from runs.floors import case_floors, definition_floors
 from runs.forms import RunSearchForm
 from runs.keyset import KeysetPage, Part, decode, read_page
 from runs.models import (
@@ -57,6 +58,7 @@ from runs.selectors import (
     runs_documents,
     uses_source_order,
 )
+from runs.serializers import floor_json
 from runs.tables import run_url_maker
 from web.cache import fragment_stamp, release_id
 from web.scopes import group_scope
@@ -167,7 +169,13 @@ def run_page(run: Run, documents: dict[str, Document], user: PermissionsMixin | 
         "fragment_seconds": DOCUMENT_FRAGMENT_SECONDS,
         "release": release_id(),
         "measurements": once(lambda: display.measurements(run_doc)),
-        "case_results": once(lambda: display.case_rows(run_doc.cases or [], display.workload_axes(workload))),
+        "case_results": once(
+            lambda: display.case_rows(
+                run_doc.cases or [], display.workload_axes(workload), case_floors(run, values["run"]["spec"])
+            )
+        ),
+        # A reported time below its physics floor (records.floor), said beside the primary measurement.
+        "floor_breach": run.floor_breach if run.faster_than_floor else None,
         "protocol_rows": once(lambda: display.protocol_rows(protocol_record)),
         "environment_rows": once(lambda: display.environment_rows(environment)),
         "hardware": display.environment_hardware(environment.spec) if environment else run.hardware,
@@ -231,6 +239,9 @@ def twin_index(run: Run, documents: dict[str, Document]) -> dict[str, Any]:
     index: dict[str, Any] = {}
     for section in run_sections():
         index.update(section.twin(run, documents))
+    run_document = documents.get("run")
+    spec = (run_document.value.get("spec") or {}) if run_document else {}
+    index["floor"] = floor_json(run, case_floors(run, spec))
     return index
 
 
@@ -272,18 +283,20 @@ def _latency_chart(group: ComparisonGroup, highlight: Run | None, references: li
     run_url = run_url_maker()  # one reverse() for the hundreds of links
     viewed = highlight.run_id if highlight is not None else ""
     marks = [
-        _latency_mark(run_id, ns, evidence, run_url(run_id), run_id == viewed)
-        for run_id, ns, evidence in chart_latencies(group, highlight)
+        _latency_mark(run_id, ns, evidence, run_url(run_id), run_id == viewed, below_floor=below)
+        for run_id, ns, evidence, below in chart_latencies(group, highlight)
     ]
     lines = [(ref.kind, ref.get_kind_display(), ref.latency_ns) for ref in references]
     shown = "the fastest ranked runs" if len(marks) >= CHART_POINTS else "every ranked run"
     return latency_chart(f"Latency of {shown} in the group", marks, lines)
 
 
-def _latency_mark(run_id: str, ns: float, evidence: str, href: str, viewed: bool) -> Mark:
-    """A run on the latency chart; one a rerun did not reproduce says so in its label and its shape."""
+def _latency_mark(run_id: str, ns: float, evidence: str, href: str, viewed: bool, *, below_floor: bool = False) -> Mark:
+    """A run on the latency chart; one a rerun did not reproduce says so in its label and its shape, one below
+    its physics floor in its label."""
     disputed = evidence == Run.Evidence.NOT_REPRODUCED
     label = f"{run_id}: {latency(ns)}" + (f" ({EVIDENCE_LABELS[evidence]})" if disputed else "")
+    label += " (faster than physically possible)" if below_floor else ""
     return Mark(ns, label, href, viewed, not_reproduced=disputed)
 
 
@@ -320,12 +333,20 @@ def definition_page(definition: Definition) -> dict[str, Any]:
         }
     # One row per group: its figures are kept on it (runs.figures), the best latency among its ranked runs.
     # The best run comes along: its statistic and evidence level stand beside the best latency.
-    groups = (
+    groups = list(
         definition.groups.select_related("best_run")
         .annotate(best_latency=F("best_latency_ns"))
         .order_by("hardware", "harness", "harness_version", "-run_count")
     )
     reference_columns = sorted({f"{ref.get_kind_display()} ({ref.hardware})" for ref in references})
+    # Each case's physics floor (records.floor) on each GPU the page names, beside its SOL bound and baseline.
+    floors = definition_floors(
+        definition, cases, references, [ref.hardware for ref in references] + [group.hardware for group in groups]
+    )
+    for position, case in enumerate(cases):
+        case.floors = {  # type: ignore[attr-defined]
+            product: floor.floor_ns for product, per_case in floors.items() if (floor := per_case[position])
+        }
     runnable = runnable_definition(definition)
     reference = runnable.get("reference") if runnable else None
     return {
@@ -335,7 +356,8 @@ def definition_page(definition: Definition) -> dict[str, Any]:
         "cases": cases,
         "references": references,
         "reference_columns": reference_columns,
-        "groups": list(groups),
+        "floor_columns": list(floors),
+        "groups": groups,
     }
 
 
@@ -384,6 +406,8 @@ def compare_page(a: Run, b: Run) -> dict[str, Any]:
         "same_group": a.group_id == b.group_id,
         # A ratio of figures a rerun contradicted is headlined only with that said beside it.
         "not_reproduced": [run for run in (a, b) if run.evidence == Run.Evidence.NOT_REPRODUCED],
+        # Likewise a figure below the physics floor (records.floor).
+        "below_floor": [run for run in (a, b) if run.faster_than_floor],
         "reasons": [] if a.group_id == b.group_id else display.comparability_reasons(a.group, b.group),
         "metrics": [
             (name, metrics_a.get(name), metrics_b.get(name)) for name in sorted(metrics_a.keys() | metrics_b.keys())

@@ -208,8 +208,13 @@ def run_rank(run: Run) -> RankInfo:
 
 
 def _demoted_on_board(run: Run) -> str:
+    why = (
+        "a KernelIndex rerun did not reproduce it"
+        if run.evidence == Run.Evidence.NOT_REPRODUCED
+        else "it reported a time faster than physically possible"
+    )
     return (
-        f"Not ranked: a KernelIndex rerun did not reproduce it, so it is listed after the board's other runs "
+        f"Not ranked: {why}, so it is listed after the board's other runs "
         f"(rank {run.source_rank} on the source's public board)."
     )
 
@@ -235,10 +240,10 @@ class LeaderboardPart:
 def latency_order() -> tuple[LeaderboardPart, ...]:
     """KernelIndex's order of a group's runs, the one the leaderboard pages and every run's rank follow.
 
-    Ranked runs by latency, then by run id; then the rankable runs a rerun did not reproduce, numbered
-    after all the others (issue #14); then the runs that cannot be ranked, unnumbered: those with a
-    latency (failed or incorrect), then those without. Each part is read from an index of its own
-    (runs.models: RANKED, DEMOTED, UNRANKED_MEASURED, UNMEASURED).
+    Ranked runs by latency, then by run id; then the rankable runs a rerun did not reproduce or that reported a
+    time below the physics floor, numbered after all the others (issues #14, #44); then the runs that cannot be
+    ranked, unnumbered: those with a latency (failed or incorrect), then those without. Each part is read from
+    an index of its own (runs.models: RANKED, DEMOTED, UNRANKED_MEASURED, UNMEASURED).
     """
     by_latency = ("latency_ns", "run_id")
     return (
@@ -250,7 +255,9 @@ def latency_order() -> tuple[LeaderboardPart, ...]:
 
 
 def _demoted(run: Run) -> bool:
-    return run.evidence == Run.Evidence.NOT_REPRODUCED
+    """Ranked after all the others (runs.models.RANKED_LAST): a rerun did not reproduce it, or it reported a time
+    below the physics floor."""
+    return run.evidence == Run.Evidence.NOT_REPRODUCED or run.faster_than_floor
 
 
 def source_order() -> tuple[LeaderboardPart, ...]:
@@ -357,22 +364,23 @@ def board_for(group: ComparisonGroup) -> SourceBoard | None:
     ).first()
 
 
-def chart_latencies(group: ComparisonGroup, highlight: Run | None) -> list[tuple[str, float, str]]:
-    """(run id, latency, evidence level) for the fastest runs of a group, plus the highlighted one wherever it is."""
+def chart_latencies(group: ComparisonGroup, highlight: Run | None) -> list[tuple[str, float, str, bool]]:
+    """(run id, latency, evidence level, below its physics floor) for the fastest runs of a group, plus the
+    highlighted one wherever it is."""
     # The first runs of the leaderboard's numbered parts, each read from its own index in its order.
-    rows: list[tuple[str, float, str]] = []
+    rows: list[tuple[str, float, str, bool]] = []
     for entry in latency_order():
         if entry.numbered and len(rows) < CHART_POINTS:
             runs = Run.objects.filter(entry.part.where, group=group).order_by(*entry.part.keys)
             rows += [
-                (run_id, float(ns or 0), evidence)
-                for run_id, ns, evidence in runs.values_list("run_id", "latency_ns", "evidence")[
-                    : CHART_POINTS - len(rows)
-                ]
+                (run_id, float(ns or 0), evidence, below)
+                for run_id, ns, evidence, below in runs.values_list(
+                    "run_id", "latency_ns", "evidence", "faster_than_floor"
+                )[: CHART_POINTS - len(rows)]
             ]
     if highlight is not None and highlight.is_rankable and all(row[0] != highlight.run_id for row in rows):
         assert highlight.latency_ns is not None
-        rows.append((highlight.run_id, highlight.latency_ns, highlight.evidence))
+        rows.append((highlight.run_id, highlight.latency_ns, highlight.evidence, highlight.faster_than_floor))
     return rows
 
 

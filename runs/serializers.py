@@ -6,6 +6,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
+from records.floor import CaseFloor
 from records.sources import SourceInfo
 from runs.forms import RunSearchForm
 from runs.keyset import KeysetPage
@@ -19,6 +20,16 @@ def _timestamp(value: Any) -> str | None:
 def utc_text(value: Any) -> str | None:
     """A time as dumps and the worker registry spell it: ISO 8601 in UTC, with a Z."""
     return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def floor_json(run: Run, floors: list[CaseFloor | None]) -> dict[str, Any]:
+    """The run's physics floor (records.floor): whether a reported time is below it, the worst such claim, and
+    each reported case's floor on the run's class, in the order of its cases (null where a case has none)."""
+    return {
+        "fasterThanPhysicallyPossible": run.faster_than_floor,
+        "breach": run.floor_breach if run.faster_than_floor else None,
+        "cases": [floor.as_json() if floor else None for floor in floors],
+    }
 
 
 # -- lists of runs -----------------------------------------------------------------
@@ -40,6 +51,8 @@ def run_summary(run: Run, position: int | None = None) -> dict[str, Any]:
         "primaryStatistic": run.primary_statistic,
         "latencyNs": run.latency_ns,
         "sourceScore": run.source_score,
+        # A reported time below the physics floor: the run is ranked after the others (records.floor).
+        "fasterThanFloor": run.faster_than_floor,
         "observedAt": _timestamp(run.observed_at),
         "publishedAt": run.published_at.isoformat(),
     }
@@ -138,6 +151,8 @@ def definition_json(context: dict[str, Any]) -> dict[str, Any]:
                 "axes": case.axes,
                 "tolerance": case.tolerance,
                 "references": case.references,
+                # The case's physics floor (records.floor) on each GPU the page names, in ns.
+                "floors": case.floors,
             }
             for case in context["cases"]
         ],

@@ -69,6 +69,15 @@ def run_rows(runs: Iterable[Run], *, show_source: bool) -> SafeString:
     return mark_safe("".join(rows))
 
 
+def _leaderboard_latency_cell(run: Run) -> str:
+    """The latency, and a mark where it is below the physics floor (records.floor): ranked after the others."""
+    latency = escape(display.format_latency(run.latency_ns))
+    if not run.faster_than_floor:
+        return f'<td class="num" data-label="Latency">{latency}</td>'
+    mark = '<strong class="below-floor">faster than physically possible</strong>'
+    return f'<td class="num" data-label="Latency">{latency} {mark}</td>'
+
+
 def leaderboard_rows(runs: Iterable[Run], *, source_order: bool, highlight: Run | None) -> SafeString:
     """A leaderboard page's rows (templates/runs/group_detail.html): rank, run, implementation, latency, the
     source's score where the group follows the source's order, evidence, status, when observed; the run being
@@ -81,7 +90,7 @@ def leaderboard_rows(runs: Iterable[Run], *, source_order: bool, highlight: Run 
             f'<td class="num rank" data-label="Rank">{MISSING if position is None else int(position)}</td>',
             _run_cell(run, run_url),
             _implementation_cell(run, private_marked=True),
-            f'<td class="num" data-label="Latency">{escape(display.format_latency(run.latency_ns))}</td>',
+            _leaderboard_latency_cell(run),
         ]
         if source_order:
             score = escape(display.format_score(run.source_score))

@@ -30,7 +30,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from records.hardware import hardware_class, hardware_class_of
-from runs.models import RANKABLE, RANKED, Run, RunVersion
+from runs.models import BELOW_FLOOR, RANKABLE, RANKED, Run, RunVersion
 from runs.selectors import document_value, run_hardware_class
 from verification.models import RerunRequest, VerificationPause, WorkerKey
 from verification.reruns import RerunRefusedError, request_rerun, runnable_documents, system_user
@@ -163,7 +163,9 @@ class Waiting:
         return f"{definition} on {self.run.group.hardware}"
 
     def because(self, now: datetime | None = None) -> str:
-        """Why it stands where it does: '#1 candidate', its rank, its age."""
+        """Why it stands where it does: a time faster than physically possible, '#1 candidate', its rank, its age."""
+        if self.run.faster_than_floor:
+            return f"faster than physically possible on {self.group_label()}"
         if self.would_take_first:
             holds = self.run.group.best_run_id == self.run.pk
             return f"{'holds' if holds else 'would take'} #1 of {self.group_label()}"
@@ -221,6 +223,8 @@ def candidates() -> Any:
         .exclude(workload_digest="")
         .exclude(Exists(active))
         .annotate(
+            # A time below the physics floor (records.floor) is a wrong number: verified before anything else.
+            policy_floor=Case(When(BELOW_FLOOR, then=Value(0)), default=Value(1), output_field=IntegerField()),
             policy_first=Case(When(first, then=Value(0)), default=Value(1), output_field=IntegerField()),
             policy_rank=Case(
                 When(RANKED, then=Coalesce(Subquery(faster), 0) + 1), default=None, output_field=IntegerField()
@@ -228,7 +232,7 @@ def candidates() -> Any:
             policy_imported_at=Coalesce(Subquery(imported), F("published_at")),
         )
         .select_related("group", "definition")
-        .order_by("policy_first", F("policy_rank").asc(nulls_last=True), "policy_imported_at", "run_id")
+        .order_by("policy_floor", "policy_first", F("policy_rank").asc(nulls_last=True), "policy_imported_at", "run_id")
     )
 
 

@@ -180,7 +180,7 @@ def test_the_run_twin_carries_the_reported_documents_byte_for_byte(client: Clien
         run = Run.objects.get(external_id=reported["run"]["spec"]["sourceNative"]["externalId"])
         twin = client.get(f"/runs/{run.run_id}.json").content.decode()
         # Beside the documents, the twin holds the index's own state of the run (evidence, reruns).
-        assert set(json.loads(twin)) == {*ROLES, "evidence", "reruns", "verification"}
+        assert set(json.loads(twin)) == {*ROLES, "evidence", "reruns", "verification", "floor"}
         for role in ROLES:
             document = canonical_text(reported[role])
             assert f'"{role}":{document}' in twin

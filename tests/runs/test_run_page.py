@@ -155,10 +155,14 @@ def test_the_json_twin_is_the_canonical_manifest_byte_for_byte(client: Client, s
     assert response["Content-Type"] == "application/json"
     manifest = json.loads(response.content)
     # The documents, and beside them the index's own state of the run, which no digest covers.
-    assert set(manifest) == {"run", "protocol", "environment", "provenance", "evidence", "reruns", "verification"}
+    assert set(manifest) == {
+        *("run", "protocol", "environment", "provenance"),
+        *("evidence", "reruns", "verification", "floor"),
+    }
     assert manifest["evidence"]["level"] == "reported"
     assert manifest["reruns"] == []
     assert manifest["verification"]["state"] == "off"  # the tests' default (tests/conftest.py)
+    assert manifest["floor"]["fasterThanPhysicallyPossible"] is False
     # Each document sits in the twin exactly as its digest was computed.
     text = response.content.decode()
     for role, digest in (("run", seed_run.digest), ("protocol", seed_run.protocol_digest)):
