@@ -340,6 +340,9 @@ RERUN_UNSANDBOXED = env_bool("RERUN_UNSANDBOXED", False)
 VERIFICATION_POLICY = env_bool("VERIFICATION_POLICY", True)
 VERIFICATION_BUDGET_SECONDS_PER_DAY = env_float("VERIFICATION_BUDGET_SECONDS_PER_DAY", 3600)
 VERIFICATION_MAX_IN_FLIGHT = env_int("VERIFICATION_MAX_IN_FLIGHT", 1)
+# A run among its group's first this many whose verdicts all came from another harness version than the one this
+# site holds is verified again, within the budget (verification/policy.py Settled).
+VERIFICATION_RECHECK_RANKS = env_int("VERIFICATION_RECHECK_RANKS", 3)
 # Open data (runs/dumps.py): Celery beat writes a dump of the whole index here once a day, served at /dumps/;
 # the newest DUMPS_KEPT stay.
 DUMPS_DIR = Path(env_str("DUMPS_DIR") or VAR_DIR / "dumps")

@@ -92,8 +92,13 @@ def read_record(path: Path) -> SuiteRecord:
     return record
 
 
+def recorded_suites(folder: Path | None = None) -> dict[str, SuiteRecord]:
+    """Every record in the folder (harness/suites/ by default), by harness digest."""
+    return _records_in(folder or SUITES_FOLDER)
+
+
 @cache
-def recorded_suites(folder: Path = SUITES_FOLDER) -> dict[str, SuiteRecord]:
-    """Every record in the folder, by harness digest (read once per process: the files ship with the code)."""
+def _records_in(folder: Path) -> dict[str, SuiteRecord]:
+    # Read once per process and folder: the files ship with the code.
     records = (read_record(path) for path in sorted(folder.glob("*.json")))
     return {record.harness.digest: record for record in records}

@@ -96,14 +96,14 @@ def harness_version(hex_digest: str) -> HarnessVersion | None:
     """The version with this digest (its hex), or None where it was neither recorded nor judged a rerun here."""
     digest = f"sha256:{hex_digest}"
     record = recorded_suites().get(digest)
-    row = (
+    rows = list(
         _judged()
         .filter(harness_digest=digest)
         .order_by()
         .values("harness_digest")
         .annotate(reruns=Count("pk"), last=Max("finished_at"), version=Max("harness_version"))
-        .first()
     )
+    row = rows[0] if rows else None
     if record is None and row is None:
         return None
     return _version(digest, record, row)

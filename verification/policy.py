@@ -32,6 +32,7 @@ from django.utils import timezone
 from records.hardware import hardware_class, hardware_class_of
 from runs.models import BELOW_FLOOR, RANKABLE, RANKED, Run, RunVersion
 from runs.selectors import document_value, run_hardware_class
+from verification.harness_versions import current_harness
 from verification.models import RerunRequest, VerificationPause, WorkerKey
 from verification.reruns import RerunRefusedError, request_rerun, runnable_documents, system_user
 from web.scopes import VERIFICATION_PLACES_MOVED, VERIFICATION_QUEUE
@@ -157,13 +158,20 @@ class Waiting:
     would_take_first: bool
     rank: int | None
     imported_at: datetime
+    # Verified before, by a harness other than the one this site holds now: a top rank is verified again.
+    again_for_new_harness: bool = False
 
     def group_label(self) -> str:
         definition = self.run.definition.name if self.run.definition else self.run.title
         return f"{definition} on {self.run.group.hardware}"
 
     def because(self, now: datetime | None = None) -> str:
-        """Why it stands where it does: a time faster than physically possible, '#1 candidate', its rank, its age."""
+        """Why it stands where it does: a time faster than physically possible, '#1 candidate', its rank, its age;
+        and why it waits at all when a rerun decided it before."""
+        said = self._place(now)
+        return f"{said}; its verdict came from an earlier harness" if self.again_for_new_harness else said
+
+    def _place(self, now: datetime | None) -> str:
         if self.run.faster_than_floor:
             return f"faster than physically possible on {self.group_label()}"
         if self.would_take_first:
@@ -264,10 +272,43 @@ class _Memo:
         return self.refusals[key]
 
 
-def settled(now: datetime) -> set[tuple[int, str, str]]:
-    """(run, version, class) already verified, or tried lately without deciding: not queued again."""
+@dataclass(frozen=True)
+class Settled:
+    """(run, version, class) tried lately, and those decided, with the harnesses (digests) whose verdicts did."""
+
+    lately: set[tuple[int, str, str]]
+    decided_by: dict[tuple[int, str, str], set[str]]
+
+    def holds(self, key: tuple[int, str, str], rank: int | None) -> bool:
+        """Not queued again: tried lately, or decided, unless the run is among its group's first
+        VERIFICATION_RECHECK_RANKS and judged only by other harnesses than this site's."""
+        if key in self.lately:
+            return True
+        if key not in self.decided_by:
+            return False
+        top = rank is not None and rank <= settings.VERIFICATION_RECHECK_RANKS
+        return not (top and self.judged_by_another_harness(key))
+
+    def judged_by_another_harness(self, key: tuple[int, str, str]) -> bool:
+        """Decided, and every verdict came from a harness other than this site's (one that names none is taken as
+        this one's: nothing says otherwise)."""
+        harnesses = self.decided_by.get(key)
+        return harnesses is not None and not harnesses & {current_harness(), ""}
+
+
+def settled(now: datetime) -> Settled:
+    """What not to queue again (Settled.holds)."""
     rows = RerunRequest.objects.filter(Q(verdict__gt="") | Q(finished_at__gte=now - RETRY_AFTER))
-    return set(rows.values_list("run_id", "run_digest", "hardware"))
+    lately: set[tuple[int, str, str]] = set()
+    decided_by: dict[tuple[int, str, str], set[str]] = {}
+    for run, version, name, verdict, harness, finished in rows.values_list(
+        "run_id", "run_digest", "hardware", "verdict", "harness_digest", "finished_at"
+    ):
+        if finished is not None and finished >= now - RETRY_AFTER:
+            lately.add((run, version, name))
+        if verdict:
+            decided_by.setdefault((run, version, name), set()).add(harness)
+    return Settled(lately, decided_by)
 
 
 def build_queue(now: datetime | None = None, *, until: Run | None = None) -> Queue:
@@ -285,14 +326,16 @@ def build_queue(now: datetime | None = None, *, until: Run | None = None) -> Que
     positions: Counter[str] = Counter()
     for run in candidates().iterator(chunk_size=500):
         name = memo.class_of(run)
-        if (run.pk, run.digest, name) in done or memo.refusal(run):
+        key = (run.pk, run.digest, name)
+        if done.holds(key, run.policy_rank) or memo.refusal(run):
             continue
         if name not in registered:
             queue.unserved[name] += 1
             continue
         positions[name] += 1
         first, rank, imported = (getattr(run, f"policy_{key}") for key in ("first", "rank", "imported_at"))
-        queue.waiting.append(Waiting(run, name, positions[name], first == 0, rank, imported))
+        again = done.judged_by_another_harness(key)
+        queue.waiting.append(Waiting(run, name, positions[name], first == 0, rank, imported, again))
         if until is not None and run.pk == until.pk:
             break
     return queue
@@ -406,13 +449,19 @@ def run_verification(run: Run, now: datetime | None = None) -> RunVerification:
         return said("not-runnable", f"It won't be verified: {refused}.")
     if RerunRequest.objects.active().filter(run=run).exists():
         return said("in-flight", "A rerun of this run is queued or running: see Reruns below.")
-    if (run.pk, run.digest, name) in settled(now):
-        if RerunRequest.objects.filter(run=run, run_digest=run.digest, hardware=name, verdict__gt="").exists():
+    done, key = settled(now), (run.pk, run.digest, name)
+    # Decided by an earlier harness only: waiting again where its rank is among the top (the queue says).
+    may_recheck = key not in done.lately and done.judged_by_another_harness(key)
+    if done.holds(key, None) and not may_recheck:
+        if key in done.decided_by:
             return said("verified", f"A rerun on {name} has decided this version of the run.")
         return said(
             "tried", f"A rerun of this version on {name} ran in the last day without deciding; it is tried again later."
         )
-    return _waiting(run, name, build_queue(now, until=run), said)
+    queue = build_queue(now, until=run)
+    if may_recheck and queue.find(run) is None:
+        return said("verified", f"A rerun on {name} has decided this version of the run.")
+    return _waiting(run, name, queue, said)
 
 
 def _waiting(run: Run, name: str, queue: Queue, said: Callable[..., RunVerification]) -> RunVerification:

@@ -15,6 +15,7 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import User
 from django.test import Client
 
+from harness import HARNESS_VERSION, harness_digest
 from runs.models import Run
 from tests.pages import queries_for, squeezed, visible_text
 from tests.runs.conftest import WORKER_SETTINGS, RedisServer, Worker, wait_for
@@ -93,6 +94,11 @@ def test_reruns_decide_the_evidence_shown_on_the_page_its_twin_and_the_home_filt
         result_page = visible_text(anonymous.get(result.get_absolute_url()).content)
         assert "KernelIndex harness" in result_page
     assert queries_for(anonymous, bystander) == 0  # another definition's run page: still served from the cache
+    # Each rerun names the harness that judged it (the worker runs this checkout's), whose page lists it.
+    judged = json.loads(anonymous.get(f"/runs/{honest.run_id}.json").content)["reruns"][0]["harness"]
+    assert judged["digest"] == harness_digest() and judged["version"] == HARNESS_VERSION
+    version = anonymous.get(judged["url"] + ".json").json()
+    assert first.pk in [rerun["rerun"] for rerun in version["rerunsListed"]] and version["current"]
     outcome = LogEntry.objects.filter(object_id=str(honest.pk)).order_by("action_time").last()
     assert outcome is not None
     assert f"Rerun #{first.pk} succeeded" in outcome.get_change_message()

@@ -14,6 +14,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
+from harness import harness_digest
 from runs.models import Run, RunVersion
 from tests.conftest import ImportRuns
 from tests.pages import visible_text
@@ -181,6 +182,28 @@ def test_a_verified_run_is_not_queued_again_but_its_new_version_is(
     assert run.version_count == 2
     assert waiting_names()[3] == "softmax-exp2"  # #1 of its group still, and the newest version of the four
     assert verification.run_verification(run).state == "waiting"
+
+
+def test_a_top_run_decided_by_an_earlier_harness_is_verified_again_and_says_why(
+    policy: Any, demo: Callable[[str], Run], client: Client
+) -> None:
+    """When the harness changes, the reruns that decide a group's top ranks are run again (within the budget): a
+    #1 decided by another harness version waits again; one decided by this site's harness, or a run below the
+    top ranks decided by an earlier one, does not."""
+    earlier = {"harness_digest": "sha256:" + "ab" * 32, "harness_version": "0.2.0", "finished_at": timezone.now()}
+    holder, second, third = demo("softmax-exp2"), demo("softmax-fused"), demo("softmax-row-loop")
+    for run in (holder, second, third):
+        finished_rerun(run, **earlier | {"finished_at": timezone.now() - timedelta(days=2)})
+    finished_rerun(second, harness_digest=harness_digest(), finished_at=timezone.now() - timedelta(days=2))
+    policy.VERIFICATION_RECHECK_RANKS = 2
+
+    waiting = {entry.run.implementation_name: entry.because() for entry in verification.build_queue().waiting}
+
+    assert waiting["softmax-exp2"] == "holds #1 of softmax_h8 on CPU; its verdict came from an earlier harness"
+    assert "softmax-fused" not in waiting  # decided by this harness too
+    assert "softmax-row-loop" not in waiting  # rank 3: below the top ranks rechecked
+    assert "Waiting for verification" in visible_text(client.get(holder.get_absolute_url()).content)
+    assert "A rerun on cpu has decided" in visible_text(client.get(third.get_absolute_url()).content)
 
 
 def test_an_inconclusive_rerun_is_tried_again_a_day_later(policy: Any, demo: Callable[[str], Run]) -> None:

@@ -13,6 +13,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from attestations.models import Attestation, IssueReport
+from harness import harness_digest
 from records.attestation import STATEMENT_PAYLOAD_TYPE, key_id, new_private_key, public_key_text
 from runs.models import Definition, Run
 from tests.conftest import ImportRuns
@@ -46,6 +47,7 @@ def example_arguments(name: str, pattern: URLPattern, run: Run, user: User) -> d
         "id": str(user.pk),
         "rerun_id": str(RerunRequest.objects.values_list("pk", flat=True).first()),
         "file": "manifest.json",  # of a dump: none is made here, so its address answers 404
+        "hex_digest": harness_digest().removeprefix("sha256:"),  # a harness version's page: the one this code holds
     }
     model = _admin_model(name)
     if model is not None and (instance := model.objects.first()) is not None:
@@ -68,7 +70,9 @@ def every_url(import_runs: ImportRuns, sample: Path, admin_user: User) -> list[s
     assert run is not None and Definition.objects.exists()
     Attestation.objects.create(run=run, kind="note", body="a note")
     IssueReport.objects.create(run=run, category="other", body="a report")
-    rerun = RerunRequest.objects.create(run=run, run_digest=run.digest, hardware="nvidia-b200", reason="a rerun")
+    rerun = RerunRequest.objects.create(
+        run=run, run_digest=run.digest, hardware="nvidia-b200", reason="a rerun", harness_digest=harness_digest()
+    )
     # Its attestation as the collector keeps one (the envelope is served as it is, so any stands in here).
     public = public_key_text(new_private_key().public_key())
     key = WorkerKey.objects.create(
