@@ -503,6 +503,9 @@ class RerunRequest(models.Model):
     harness_options = models.JSONField(default=dict, blank=True)
     # The registered key of the worker that took the current attempt (`worker` names its process).
     worker_key = models.ForeignKey("WorkerKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # The worker keys (their key ids) that must not run it: a rerun asked for the quorum (records/quorum.py) goes
+    # to a worker that has not voted on this version yet. The site refuses their claim; the job tells them too.
+    not_by_keys = models.JSONField(default=list, blank=True)
     # The signed attestation whose figures the verdict was decided on: `reevaluate` reads these, never a run.
     attestation = models.OneToOneField(
         "RerunAttestation", null=True, blank=True, on_delete=models.SET_NULL, related_name="decided"

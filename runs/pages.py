@@ -10,7 +10,7 @@ charts, citations, forms) and take the request's parameters as plain values.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
@@ -22,6 +22,7 @@ from django.db.models.functions import Coalesce
 from django.http import Http404, QueryDict
 from django.utils import timezone
 
+from records.quorum import quorum_rule
 from records.rerun import evidence_rule
 from records.schema import EnvironmentSpec, ImplementationSpec, ProtocolSpec, RunSpec, WorkloadSpec
 from records.sources import SourceInfo
@@ -41,6 +42,7 @@ from runs.models import (
     Run,
     SourceBoard,
 )
+from runs.quorum import quorum_size, run_quorum
 from runs.search import COUNT_BOUND, bounded_count, newest_parts, search_parts
 from runs.selectors import (
     CHART_POINTS,
@@ -247,6 +249,8 @@ def reruns_section(
         "active_rerun": next((row.request for row in reruns if row.request.is_active), None),
         "evidence_history": evidence_history(run),
         "evidence_rule": evidence_rule(settings.RERUN_TOLERANCE),
+        "quorum": run_quorum(run),
+        "quorum_rule": quorum_rule(quorum_size(), distinct_hosts=settings.VERIFICATION_QUORUM_DISTINCT_HOSTS),
         "own_class": own_class,
         "own_class_label": display.hardware_class_label(own_class) or own_class,
         "rerun_form": RerunForm() if may_rerun else None,
@@ -287,10 +291,12 @@ def group_page(group: ComparisonGroup, after: str | None, highlight_id: str) -> 
     highlight = _highlighted_run(group, highlight_id)
     references = references_for(group)
     board = board_for(group)
+    page = leaderboard(group, source_order, after, settings.RUNS_PER_PAGE)
     return {
         "group": group,
         "source_order": source_order,
-        "page": leaderboard(group, source_order, after, settings.RUNS_PER_PAGE),
+        "page": page,
+        "top_quorum": top_quorum(page.object_list),
         "references": references,
         "board": board,
         "highlight": highlight,
@@ -301,6 +307,12 @@ def group_page(group: ComparisonGroup, after: str | None, highlight_id: str) -> 
         "latency_chart": once(lambda: _latency_chart(group, highlight, references)),
         "score_chart": _score_chart(board, highlight),
     }
+
+
+def top_quorum(runs: Iterable[Run]) -> serializers.TopQuorum | None:
+    """The quorum of the leaderboard's #1, on the page that shows it: its row says how many workers reproduced it."""
+    first = next((run for run in runs if getattr(run, "position", None) == 1), None)
+    return serializers.TopQuorum(first, run_quorum(first)) if first is not None else None
 
 
 def _highlighted_run(group: ComparisonGroup, run_id: str) -> Run | None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpRequest
 from django.urls import reverse
 
+from records.quorum import Quorum
 from records.rerun import RULE_VERSION
 from records.sources import SourceInfo
 from runs.forms import RunSearchForm
@@ -98,7 +100,11 @@ def run_index_json(run: Run, reruns: dict[str, Any]) -> dict[str, Any]:
     """What the run's manifest carries beside its documents (records.manifest.INDEX_MEMBERS), from
     the reruns section of its page (pages.reruns_section)."""
     return {
-        "evidence": evidence_json(run, reruns["evidence_rule"], reruns["evidence_history"]),
+        # The quorum (records/quorum.py) beside the level it decides: how many workers reproduced this version.
+        "evidence": {
+            **evidence_json(run, reruns["evidence_rule"], reruns["evidence_history"]),
+            "quorum": reruns["quorum"].as_json(),
+        },
         "reruns": [rerun_json(row) for row in reruns["reruns"]],
     }
 
@@ -179,6 +185,14 @@ def source_json(request: HttpRequest, context: dict[str, Any]) -> dict[str, Any]
 # -- groups, definitions, compare ----------------------------------------------------
 
 
+@dataclass(frozen=True)
+class TopQuorum:
+    """A leaderboard's #1 and its quorum: the row that says "reproduced by 1 of 2 workers"."""
+
+    run: Run
+    quorum: Quorum
+
+
 def group_json(request: HttpRequest, context: dict[str, Any]) -> dict[str, Any]:
     group: ComparisonGroup = context["group"]
     board = context["board"]
@@ -197,8 +211,16 @@ def group_json(request: HttpRequest, context: dict[str, Any]) -> dict[str, Any]:
         ],
         "board": {"scores": board.scores, "topScore": board.top_score, "topUser": board.top_user} if board else None,
         **pagination_json(request, context["page"]),
-        "runs": [run_summary(run, run.position) for run in context["page"].object_list],
+        "runs": [
+            {**run_summary(run, run.position), **_top_quorum(run, context.get("top_quorum"))}
+            for run in context["page"].object_list
+        ],
     }
+
+
+def _top_quorum(run: Run, top: TopQuorum | None) -> dict[str, Any]:
+    """The #1's quorum (records/quorum.py), on its own row of the leaderboard's twin."""
+    return {"quorum": top.quorum.as_json()} if top is not None and top.run.pk == run.pk else {}
 
 
 def definition_json(context: dict[str, Any]) -> dict[str, Any]:

@@ -69,10 +69,12 @@ def run_rows(runs: Iterable[Run], *, show_source: bool) -> SafeString:
     return mark_safe("".join(rows))
 
 
-def leaderboard_rows(runs: Iterable[Run], *, source_order: bool, highlight: Run | None) -> SafeString:
+def leaderboard_rows(
+    runs: Iterable[Run], *, source_order: bool, highlight: Run | None, top_quorum: str = ""
+) -> SafeString:
     """A leaderboard page's rows (templates/runs/group_detail.html): rank, run, implementation, latency, the
     source's score where the group follows the source's order, evidence, status, when observed; the run being
-    viewed marked current."""
+    viewed marked current; `top_quorum` is what the #1's quorum says ("reproduced by 1 of 2 workers")."""
     run_url = run_url_maker()
     rows = []
     for run in runs:
@@ -86,8 +88,9 @@ def leaderboard_rows(runs: Iterable[Run], *, source_order: bool, highlight: Run 
         if source_order:
             score = escape(display.format_score(run.source_score))
             cells.append(f'<td class="num optional" data-label="SOL score">{score}</td>')
+        quorum = f' <span class="quorum">{escape(top_quorum)}</span>' if top_quorum and position == 1 else ""
         cells += [
-            f'<td data-label="Evidence">{evidence_badge(run.evidence)}</td>',
+            f'<td data-label="Evidence">{evidence_badge(run.evidence)}{quorum}</td>',
             _status_cell(run.status),
             f'<td class="date optional" data-label="Observed">{_date(run.observed_at) or MISSING}</td>',
         ]

@@ -30,6 +30,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from records.hardware import hardware_class, hardware_class_of
+from runs import quorum_policy
 from runs.models import (
     RANKABLE,
     RANKED,
@@ -201,6 +202,8 @@ class Queue:
     waiting: list[Waiting] = field(default_factory=list)  # in order, every class together
     # Runs that would be verified if a worker of their class were registered here, by class.
     unserved: Counter[str] = field(default_factory=Counter)
+    # Groups' #1s whose quorum needs another worker's rerun (runs.quorum_policy), asked for before the rest.
+    quorum: list[quorum_policy.QuorumWanted] = field(default_factory=list)
 
     def of_class(self, name: str) -> list[Waiting]:
         return [entry for entry in self.waiting if entry.hardware_class == name]
@@ -283,6 +286,7 @@ def build_queue(now: datetime | None = None, *, until: Run | None = None) -> Que
     queue = Queue({name: class_state(name, now, registered, pauses) for name in sorted(names)})
     if not policy_on():
         return queue
+    queue.quorum = quorum_policy.quorum_wanted(registered)
     done = settled(now)
     memo = _Memo()
     positions: Counter[str] = Counter()
@@ -313,6 +317,14 @@ def apply_policy(now: datetime | None = None) -> list[RerunRequest]:
     queued: list[RerunRequest] = []
     if policy_on():
         user = system_user()
+        for wanted in queue.quorum:
+            wanted_state = queue.classes.get(wanted.hardware_class)
+            if wanted_state is None or not wanted_state.may_queue:
+                continue
+            asked = quorum_policy.ask_for_quorum(wanted, user, REASON_PREFIX)
+            if asked is not None:
+                queued.append(asked)
+                wanted_state.in_flight += 1
         for state in queue.classes.values():
             for entry in queue.of_class(state.name):
                 if not state.may_queue:
@@ -341,6 +353,7 @@ def _retire_if_changed(queue: Queue, queued: list[RerunRequest], now: datetime) 
         places,
         [sorted(state.as_json().items()) for state in classes],
         sorted(queue.unserved.items()),
+        [(wanted.run.pk, wanted.quorum.as_json(), wanted.holdup) for wanted in queue.quorum],
         [request.pk for request in queued],
         list(ran_today(now).values_list("pk", "state", "verdict")),
     ]
