@@ -90,7 +90,8 @@ def _started(key: WorkerKey, message: WorkerMessage) -> None:
     if message.job is None or reruns.claim_job(message.job, message.instance, key) is None:
         raise RefusedError(
             f"worker {message.instance} took job {message.job}, which is no queued job of its classes "
-            f"({key.hardware}): taken by another, over, or never sent"
+            f"({key.hardware}): taken by another, over, never sent, or left to another worker than one that reran "
+            "its version already (a quorum's rerun)"
         )
 
 

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_safe
 
 from runs import verification
 from runs.keyset import Cursor, KeysetPage, decode, normal_cursor
+from runs.quorum import quorum_size
 from runs.reruns import SYSTEM_USERNAME
 from runs.serializers import pagination_json
 from web import scopes
@@ -42,8 +43,10 @@ def verification_context(request: HttpRequest) -> dict[str, Any]:
         "page": waiting_page(queue, request.GET.get("after")),
         "classes": list(queue.classes.values()),
         "unserved": sorted(queue.unserved.items()),
+        "quorum": queue.quorum,
         "ran_today": list(verification.ran_today(now)[:200]),
         "system_username": SYSTEM_USERNAME,
+        "quorum_size": quorum_size(),
     }
 
 
@@ -63,6 +66,7 @@ def verification_json(request: HttpRequest) -> JsonResponse:
             "policy": context["policy_on"],
             "waiting": {**pagination_json(request, page), "runs": [entry.as_json() for entry in page.rows]},
             "classes": [state.as_json() for state in context["classes"]],
+            "quorum": [wanted.as_json() for wanted in context["quorum"]],
             "noRegisteredWorker": [{"hardwareClass": name, "runs": count} for name, count in context["unserved"]],
             "ranToday": [
                 {
