@@ -107,7 +107,7 @@ def _beat(key: WorkerKey, message: WorkerMessage) -> None:
         raise RefusedError(f"worker {message.instance}'s beat of {message.at} is stale, or from the future")
     if not message.classes or not set(message.classes) <= set(key.classes):
         raise RefusedError(f"worker {message.instance} beats for {message.classes}, not its classes ({key.hardware})")
-    reruns.beat_worker(message.instance, message.classes)
+    reruns.beat_worker(message.instance, message.classes, key.key_id)
     if message.job is not None:
         reruns.beat_job(message.job, message.instance, key)
 

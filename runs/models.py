@@ -609,6 +609,8 @@ class RerunWorker(models.Model):
     name = models.CharField(max_length=255, unique=True)
     # The hardware classes whose queues it consumes, comma-separated.
     hardware = models.CharField(max_length=500)
+    # The id of the key its beats are signed with: a quorum's rerun waits for a live worker of another key.
+    key_id = models.CharField(max_length=DIGEST_LENGTH, blank=True)
     started_at = models.DateTimeField()
     seen_at = models.DateTimeField()
 

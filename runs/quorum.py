@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
+from django.utils import timezone
 
 from records.quorum import NOT_REPRODUCED, REPRODUCED, UNKNOWN_HOST, Quorum, Vote, decide
-from runs.models import RerunRequest, Run, WorkerKey
+from runs.models import RerunRequest, RerunWorker, Run, WorkerKey
 from runs.selectors import run_hardware_class
 
 # A rerun decided before reruns were attested has no key: all such reruns speak as one unknown worker.
@@ -97,8 +99,14 @@ def keys_to_avoid(run: Run, hardware: str) -> list[str]:
 
 
 def eligible_keys(hardware: str, avoid: Sequence[str]) -> list[WorkerKey]:
-    """Registered, unrevoked keys of the class that may run a rerun which must avoid these keys."""
-    keys = WorkerKey.objects.registered_here().filter(revoked_at=None).exclude(key_id__in=list(avoid))
+    """Registered, unrevoked keys of the class, whose worker beats now, that may run a rerun which must avoid
+    these keys: a key registered for a worker that never starts would hold the request, and the class's place
+    in flight, for nothing."""
+    since = timezone.now() - timedelta(seconds=settings.RERUN_STALE_AFTER_SECONDS)
+    beating = RerunWorker.objects.filter(seen_at__gte=since).exclude(key_id="").values("key_id")
+    keys = (
+        WorkerKey.objects.registered_here().filter(revoked_at=None, key_id__in=beating).exclude(key_id__in=list(avoid))
+    )
     return [key for key in keys.order_by("name") if hardware in key.classes]
 
 
@@ -108,6 +116,6 @@ def waiting_for_another(request: RerunRequest) -> str:
     if not avoid or eligible_keys(request.hardware, avoid):
         return ""
     return (
-        f"waits for another {request.hardware} worker: every registered key of the class reran this version "
-        "already, and a quorum needs a different one"
+        f"waits for another {request.hardware} worker: every live worker of the class reran this version "
+        "already with its key, and a quorum needs a different one"
     )

@@ -81,8 +81,8 @@ def quorum_wanted(registered: set[str]) -> list[QuorumWanted]:
 
 def waits_for_another_key(hardware: str) -> str:
     return (
-        f"waits for another worker of {hardware}: every key registered for it reran this version already; "
-        "a quorum needs a different one"
+        f"waits for another worker of {hardware}: every live worker of it reran this version already with its "
+        "key; a quorum needs a different one"
     )
 
 

@@ -529,14 +529,11 @@ def reevaluate_run(run: Run) -> Reevaluated:
 # -- worker heartbeats -----------------------------------------------------------------
 
 
-def beat_worker(name: str, classes: list[str]) -> None:
-    """A worker's heartbeat: it serves these hardware classes, and is alive now."""
+def beat_worker(name: str, classes: list[str], key_id: str = "") -> None:
+    """A worker's heartbeat: it serves these hardware classes, signs with this key, and is alive now."""
     now = timezone.now()
-    RerunWorker.objects.update_or_create(
-        name=name,
-        defaults={"hardware": ",".join(classes), "seen_at": now},
-        create_defaults={"hardware": ",".join(classes), "seen_at": now, "started_at": now},
-    )
+    beat = {"hardware": ",".join(classes), "seen_at": now, "key_id": key_id}
+    RerunWorker.objects.update_or_create(name=name, defaults=beat, create_defaults={**beat, "started_at": now})
 
 
 def forget_worker(name: str) -> None:

@@ -16,7 +16,7 @@ from records.attestation import WorkerIdentity
 from runs import verification
 from runs.collector import collect
 from runs.models import RerunRequest, Run
-from runs.reruns import request_rerun
+from runs.reruns import request_rerun, send_rerun
 from tests.pages import visible_text
 from tests.results import harness_result
 from tests.runs import attested
@@ -28,6 +28,11 @@ TOP = "gemm-torch-mm"  # the honest #1 of the demo's GEMM group
 
 def key(name: str) -> WorkerIdentity:
     return attested.worker_identity(name, ("cpu",))
+
+
+def beat(identity: WorkerIdentity) -> None:
+    """The key's worker says it is alive: a quorum's rerun waits for a live worker of another key."""
+    assert collect(worker_message(identity, "beat", f"{identity.name}@tests", classes=["cpu"], job=None)) is None
 
 
 def reproducing(run: Run, host: str = "") -> dict[str, Any]:
@@ -86,6 +91,7 @@ def test_a_top_reproduced_by_one_worker_says_1_of_2_and_another_worker_makes_it_
     twin = client.get(f"/runs/{run.run_id}.json").json()["evidence"]["quorum"]
     assert (twin["state"], twin["reproducedBy"], twin["size"], twin["needsAnotherWorker"]) == ("pending", 1, 2, True)
 
+    beat(second)
     (asked,) = [request for request in verification.apply_policy() if request.run_id == run.pk]
     assert asked.not_by_keys == [first.key_id]
     assert asked.reason.startswith("verification policy: #1 of gemm_n256_k512")
@@ -141,6 +147,11 @@ def test_a_lone_worker_gets_no_quorum_rerun_and_verification_says_why(
         request = request_rerun(run, user=None)
     request.refresh_from_db()
     assert (request.state, request.sent_at) == ("queued", None) and "waits for another cpu worker" in request.send_error
+    # Another key registered is not enough: its worker must be live.
+    other = key("quorum-b")
+    assert send_rerun(request.pk) is False
+    beat(other)
+    assert send_rerun(request.pk) is True
 
 
 def test_workers_that_disagree_take_the_top_back_to_reported_and_a_third_decides(
@@ -149,6 +160,7 @@ def test_workers_that_disagree_take_the_top_back_to_reported_and_a_third_decides
     run = demo(TOP)
     first, second, third = key("quorum-a"), key("quorum-b"), key("quorum-c")
     rerun_by(request_rerun(run, user=None), first, reproducing(run))
+    beat(second)
     (asked,) = [request for request in verification.apply_policy() if request.run_id == run.pk]
     rerun_by(asked, second, harness_result("INCORRECT_NUMERICAL"))
     run.refresh_from_db()
@@ -157,6 +169,9 @@ def test_workers_that_disagree_take_the_top_back_to_reported_and_a_third_decides
     page = visible_text(client.get(run.get_absolute_url()).content)
     assert "signed by worker quorum-a" in page and "signed by worker quorum-b" in page  # every attestation
 
+    (waiting,) = verification.build_queue().quorum  # no third worker is live yet
+    assert waiting.run.pk == run.pk and "waits for another worker of cpu" in waiting.holdup
+    beat(third)
     (decider,) = [request for request in verification.apply_policy() if request.run_id == run.pk]
     assert sorted(decider.not_by_keys) == sorted([first.key_id, second.key_id])
     rerun_by(decider, third, reproducing(run))
@@ -172,6 +187,8 @@ def test_with_distinct_hosts_two_keys_on_one_host_are_one_worker(
     run = demo(TOP)
     first, second, third = key("quorum-a"), key("quorum-b"), key("quorum-c")
     rerun_by(request_rerun(run, user=None), first, reproducing(run, host="host-1"))
+    beat(second)
+    beat(third)
     (asked,) = [request for request in verification.apply_policy() if request.run_id == run.pk]
     rerun_by(asked, second, reproducing(run, host="host-1"))
     assert "reproduced by 1 of 2 workers" in quorum_line(client, run)

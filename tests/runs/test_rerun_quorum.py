@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from harness.parent.worker import worker_message
 from runs import verification
+from runs.collector import collect
 from runs.models import RerunRequest, Run, WorkerKey
 from runs.reruns import request_rerun
 from runs.worker_keys import create_worker_key
@@ -86,6 +88,8 @@ def test_a_worker_that_disagrees_brings_a_third_rerun_which_the_other_key_runs(
     # told to leave its job alone, and one of them drops it when the broker hands it over.
     dissenter = attested.worker_identity("tests-cpu-c", ("cpu",))
     real_keys = list(WorkerKey.objects.filter(name__in=["tests-cpu", "tests-cpu-b"]).values_list("key_id", flat=True))
+    # Its worker is live: the job is sent, for it alone.
+    assert collect(worker_message(dissenter, "beat", "tests-c@host", classes=["cpu"], job=None)) is None
     dissent = request_rerun(run, user=None, not_by=real_keys)
     dropped = "is for another worker than this key's: dropped"
     deadline = time.monotonic() + 60
