@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Exists, OuterRef
@@ -63,8 +64,10 @@ def tops_with_reruns() -> Iterable[Run]:
     )
 
 
-def quorum_wanted(registered: set[str]) -> list[QuorumWanted]:
-    """Every #1 whose quorum needs another worker, on the classes a key is registered for."""
+def quorum_wanted(registered: set[str], tried_since: datetime) -> list[QuorumWanted]:
+    """Every #1 whose quorum needs another worker, on the classes a key is registered for; one whose rerun of
+    this version ended without deciding since `tried_since` waits, so that the budget is not spent on it every
+    sweep."""
     wanted = []
     for run in tops_with_reruns():
         name = run_hardware_class(run)
@@ -74,9 +77,19 @@ def quorum_wanted(registered: set[str]) -> list[QuorumWanted]:
         if standing.decider is None or standing.decider.run_digest != run.digest or not standing.quorum.needs_another:
             continue
         avoid = standing.quorum.counted_keys
-        holdup = "" if quorum.eligible_keys(name, avoid) else waits_for_another_key(name)
+        if tried_lately(run, name, tried_since):
+            holdup = f"a rerun of this version on {name} ended lately without deciding; it is asked for again later"
+        else:
+            holdup = "" if quorum.eligible_keys(name, avoid) else waits_for_another_key(name)
         wanted.append(QuorumWanted(run, name, standing.quorum, avoid, holdup))
     return wanted
+
+
+def tried_lately(run: Run, hardware: str, since: datetime) -> bool:
+    """A rerun of the run's version on the class ended since then without a verdict (inconclusive after its
+    attempts, failed, cancelled)."""
+    ended = RerunRequest.objects.filter(run=run, run_digest=run.digest, hardware=hardware, finished_at__gte=since)
+    return ended.filter(verdict="").exists()
 
 
 def waits_for_another_key(hardware: str) -> str:

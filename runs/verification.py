@@ -286,7 +286,7 @@ def build_queue(now: datetime | None = None, *, until: Run | None = None) -> Que
     queue = Queue({name: class_state(name, now, registered, pauses) for name in sorted(names)})
     if not policy_on():
         return queue
-    queue.quorum = quorum_policy.quorum_wanted(registered)
+    queue.quorum = quorum_policy.quorum_wanted(registered, now - RETRY_AFTER)
     done = settled(now)
     memo = _Memo()
     positions: Counter[str] = Counter()

@@ -42,7 +42,7 @@ def reproducing(run: Run, host: str = "") -> dict[str, Any]:
     return result
 
 
-RerunBy = Callable[[RerunRequest, WorkerIdentity, dict[str, Any]], RerunRequest]
+RerunBy = Callable[[RerunRequest, WorkerIdentity, dict[str, Any] | None], RerunRequest]
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def rerun_by(django_capture_on_commit_callbacks: Any) -> RerunBy:
     """The worker with this key takes the request's job and attests this result; what the collector's
     transaction retires on commit is retired."""
 
-    def answer(request: RerunRequest, identity: WorkerIdentity, result: dict[str, Any]) -> RerunRequest:
+    def answer(request: RerunRequest, identity: WorkerIdentity, result: dict[str, Any] | None) -> RerunRequest:
         with django_capture_on_commit_callbacks(execute=True):
             return attested.attest(attested.claim(request, identity), result, identity=identity)
 
@@ -195,3 +195,18 @@ def test_with_distinct_hosts_two_keys_on_one_host_are_one_worker(
     (again,) = [request for request in verification.apply_policy() if request.run_id == run.pk]
     rerun_by(again, third, reproducing(run, host="host-2"))
     assert "reproduced by 2 workers" in quorum_line(client, run)
+
+
+def test_a_quorum_rerun_that_ends_undecided_is_not_asked_for_again_every_sweep(
+    client: Client, demo: Callable[[str], Run], policy: Any, rerun_by: RerunBy
+) -> None:
+    run = demo(TOP)
+    first, second = key("quorum-a"), key("quorum-b")
+    rerun_by(request_rerun(run, user=None), first, reproducing(run))
+    beat(second)
+    (asked,) = [request for request in verification.apply_policy() if request.run_id == run.pk]
+    failed = rerun_by(asked, second, None)  # the harness wrote no result: failed, no verdict
+    assert (failed.state, failed.verdict) == ("failed", "")
+    assert not [request for request in verification.apply_policy() if request.run_id == run.pk]
+    (entry,) = client.get("/verification.json").json()["quorum"]
+    assert "ended lately without deciding" in entry["waitsBecause"]
