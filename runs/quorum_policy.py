@@ -85,6 +85,22 @@ def quorum_wanted(registered: set[str], tried_since: datetime) -> list[QuorumWan
     return wanted
 
 
+def run_quorum_wait(run: Run, tried_since: datetime) -> str:
+    """What a run page says of a #1 whose quorum needs another worker ('' for any other run)."""
+    if run.group.best_run_id != run.pk:
+        return ""
+    name = run_hardware_class(run)
+    standing = quorum.standing_of(quorum.own_class_reruns(run, name))
+    if standing.decider is None or standing.decider.run_digest != run.digest or not standing.quorum.needs_another:
+        return ""
+    said = f"This #1 is {standing.quorum.sentence()}"
+    if tried_lately(run, name, tried_since):
+        return f"{said}; another worker's rerun ended lately without deciding, and is asked for again later."
+    if not quorum.eligible_keys(name, standing.quorum.counted_keys):
+        return f"{said}; it {waits_for_another_key(name)}."
+    return f"{said}: the policy asks another worker for a rerun at its next sweep."
+
+
 def tried_lately(run: Run, hardware: str, since: datetime) -> bool:
     """A rerun of the run's version on the class ended since then without a verdict (inconclusive after its
     attempts, failed, cancelled)."""

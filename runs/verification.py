@@ -347,6 +347,8 @@ def _retire_if_changed(queue: Queue, queued: list[RerunRequest], now: datetime) 
     places = [
         [(entry.run.pk, entry.run.digest, entry.hardware_class, entry.position) for entry in queue.waiting],
         [(state.name, state.registered, state.pause is not None, state.budget_spent) for state in classes],
+        # A #1's page says whether its quorum's rerun waits, and why.
+        [(wanted.run.pk, wanted.holdup) for wanted in queue.quorum],
     ]
     seen = [
         policy_on(),
@@ -424,6 +426,8 @@ def run_verification(run: Run, now: datetime | None = None) -> RunVerification:
         return said("in-flight", "A rerun of this run is queued or running: see Reruns below.")
     if (run.pk, run.digest, name) in settled(now):
         if RerunRequest.objects.filter(run=run, run_digest=run.digest, hardware=name, verdict__gt="").exists():
+            if wait := quorum_policy.run_quorum_wait(run, now - RETRY_AFTER):
+                return said("quorum", wait)
             return said("verified", f"A rerun on {name} has decided this version of the run.")
         return said(
             "tried", f"A rerun of this version on {name} ran in the last day without deciding; it is tried again later."

@@ -141,6 +141,12 @@ def test_a_lone_worker_gets_no_quorum_rerun_and_verification_says_why(
     (entry,) = client.get("/verification.json").json()["quorum"]
     assert (entry["runId"], entry["quorum"]["sentence"]) == (run.run_id, "reproduced by 1 of 2 workers")
     assert waits in entry["waitsBecause"]
+    twin = client.get(f"/runs/{run.run_id}.json").json()["verification"]
+    assert (twin["state"], twin["reason"]) == (
+        "quorum",
+        f"This #1 is reproduced by 1 of 2 workers; it {waits}: every live worker of it reran this version already "
+        "with its key; a quorum needs a different one.",
+    )
     # A moderator's request waits unsent rather than bouncing off the one worker there is.
     RerunRequest.objects.filter(state="queued").update(state="cancelled")
     with django_capture_on_commit_callbacks(execute=True):
