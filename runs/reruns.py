@@ -194,7 +194,7 @@ def send_rerun(request_id: int, *, countdown: float | None = None) -> bool:
         RerunRequest.objects.filter(pk=request.pk, harness_options={}).update(harness_options=options)
         request.refresh_from_db()
     waits = quorum.waiting_for_another(request)
-    if waits:  # sent, only the keys it must avoid could take it: the sweep tries again, nothing bounces
+    if waits:  # only workers it must avoid would take it now: it stays unsent (the sweep tries), nothing bounces
         RerunRequest.objects.filter(pk=request.pk).update(send_error=waits)
         return False
     try:
