@@ -343,6 +343,13 @@ VERIFICATION_MAX_IN_FLIGHT = env_int("VERIFICATION_MAX_IN_FLIGHT", 1)
 # A run among its group's first this many whose verdicts all came from another harness version than the one this
 # site holds is verified again, within the budget (verification/policy.py Settled).
 VERIFICATION_RECHECK_RANKS = env_int("VERIFICATION_RECHECK_RANKS", 3)
+# The quorum for the top (records/quorum.py): a run shown as reproduced needs this many agreeing conclusive reruns
+# by different registered worker keys; with VERIFICATION_QUORUM_DISTINCT_HOSTS, agreeing reruns must also name
+# different hosts in their attested environments. The policy asks another worker for the missing reruns of a #1.
+VERIFICATION_QUORUM = env_int("VERIFICATION_QUORUM", 2)
+VERIFICATION_QUORUM_DISTINCT_HOSTS = env_bool("VERIFICATION_QUORUM_DISTINCT_HOSTS", False)
+if VERIFICATION_QUORUM < 1:
+    raise ImproperlyConfigured(f"VERIFICATION_QUORUM must be at least 1, not {VERIFICATION_QUORUM}")
 # Open data (runs/dumps.py): Celery beat writes a dump of the whole index here once a day, served at /dumps/;
 # the newest DUMPS_KEPT stay.
 DUMPS_DIR = Path(env_str("DUMPS_DIR") or VAR_DIR / "dumps")

@@ -116,6 +116,10 @@ class RerunJob(_Closed):
     # When the site sent this copy (its clock): the sweep sends a job again while it waits, and a worker runs a
     # copy again only if it was sent after the worker took the job, when the site cannot have heard it did.
     sentAt: str = Field(max_length=40)  # noqa: N815
+    # The key ids of workers that must not run it: a rerun for the quorum (records/quorum.py) goes to a worker
+    # that has not voted on this version. The site refuses their claim whatever they do; the job says it so that
+    # such a worker drops it at once instead of running it for nothing.
+    notBy: list[str] = Field(default_factory=list, max_length=1000)  # noqa: N815
 
     @field_validator("sentAt")
     @classmethod

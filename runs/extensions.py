@@ -1,11 +1,13 @@
-"""What the apps built on runs add to its run page and the page's JSON twin: runs never imports them.
+"""What the apps built on runs add to its run page, the page's JSON twin and a leaderboard's #1: runs never imports
+them.
 
 verification/ (reruns, evidence, the verification policy) imports runs and is never imported by it
 (tests/verification/test_boundaries.py), as attestations/ is not (tests/web/test_package_layers.py). Where
-the run page, its twin or the API's copy of the twin shows what such an app knows of a run, runs asks the
-sections registered here, which the app registers from its AppConfig.ready (verification/apps.py). This
-registry is the whole contract between them for pages. A dump's sections have a registry of the same kind
-(runs/dump_sections.py); the URLs such an app serves under runs' namespace are composed in kernelindex/urls.py.
+the run page, its twin or the API's copy of the twin shows what such an app knows of a run (or a leaderboard
+what it knows of its #1), runs asks the sections and notes registered here, which the app registers from its
+AppConfig.ready (verification/apps.py). This registry is the whole contract between them for pages. A dump's
+sections have a registry of the same kind (runs/dump_sections.py); the URLs such an app serves under runs'
+namespace are composed in kernelindex/urls.py.
 """
 
 from __future__ import annotations
@@ -57,3 +59,26 @@ def register_run_section(section: RunSection) -> None:
 
 def run_sections() -> list[RunSection]:
     return list(RUN_SECTIONS.values())
+
+
+@dataclass(frozen=True)
+class TopRunNote:
+    """What another app says of a leaderboard's #1, on its row: a sentence for the page, members for the row in the
+    group's JSON twin (verification: "reproduced by 1 of 2 workers" and its quorum)."""
+
+    run: Run
+    sentence: str
+    twin: Mapping[str, Any]
+
+
+TOP_RUN_NOTES: dict[str, Callable[[Run], TopRunNote | None]] = {}
+
+
+def register_top_run_note(name: str, note: Callable[[Run], TopRunNote | None]) -> None:
+    """Have `note` speak of each leaderboard's #1 from now on; registering a name again replaces it."""
+    TOP_RUN_NOTES[name] = note
+
+
+def top_run_note(run: Run) -> TopRunNote | None:
+    """The first registered note that has something to say of this #1 (one app says it: verification)."""
+    return next((said for note in TOP_RUN_NOTES.values() if (said := note(run)) is not None), None)

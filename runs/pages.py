@@ -10,7 +10,7 @@ charts, citations, forms) and take the request's parameters as plain values.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
@@ -29,7 +29,7 @@ from runs import display
 from runs.charts import Mark, StripChart, latency_chart, score_chart
 from runs.citations import Citation
 from runs.display import format_latency as latency
-from runs.extensions import RERUN_ORIGIN, RunPageDocuments, run_sections
+from runs.extensions import RERUN_ORIGIN, RunPageDocuments, TopRunNote, run_sections, top_run_note
 from runs.floors import case_floors, definition_floors
 from runs.forms import RunSearchForm
 from runs.keyset import KeysetPage, Part, decode, read_page
@@ -256,10 +256,12 @@ def group_page(group: ComparisonGroup, after: str | None, highlight_id: str) -> 
     highlight = _highlighted_run(group, highlight_id)
     references = references_for(group)
     board = board_for(group)
+    page = leaderboard(group, source_order, after, settings.RUNS_PER_PAGE)
     return {
         "group": group,
         "source_order": source_order,
-        "page": leaderboard(group, source_order, after, settings.RUNS_PER_PAGE),
+        "page": page,
+        "top_note": top_note(page.object_list),
         "references": references,
         "board": board,
         "highlight": highlight,
@@ -270,6 +272,13 @@ def group_page(group: ComparisonGroup, after: str | None, highlight_id: str) -> 
         "latency_chart": once(lambda: _latency_chart(group, highlight, references)),
         "score_chart": _score_chart(board, highlight),
     }
+
+
+def top_note(runs: Iterable[Run]) -> TopRunNote | None:
+    """What another app says of the leaderboard's #1, on the page that shows it (runs/extensions.py): its row says
+    how many workers reproduced it."""
+    first = next((run for run in runs if getattr(run, "position", None) == 1), None)
+    return top_run_note(first) if first is not None else None
 
 
 def _highlighted_run(group: ComparisonGroup, run_id: str) -> Run | None:

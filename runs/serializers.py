@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.http import HttpRequest
 
 from records.floor import CaseFloor
 from records.sources import SourceInfo
+from runs.extensions import TopRunNote
 from runs.forms import RunSearchForm
 from runs.keyset import KeysetPage
 from runs.models import ComparisonGroup, Definition, Run
@@ -128,8 +130,16 @@ def group_json(request: HttpRequest, context: dict[str, Any]) -> dict[str, Any]:
         ],
         "board": {"scores": board.scores, "topScore": board.top_score, "topUser": board.top_user} if board else None,
         **pagination_json(request, context["page"]),
-        "runs": [run_summary(run, run.position) for run in context["page"].object_list],
+        "runs": [
+            {**run_summary(run, run.position), **_top_note(run, context.get("top_note"))}
+            for run in context["page"].object_list
+        ],
     }
+
+
+def _top_note(run: Run, top: TopRunNote | None) -> Mapping[str, Any]:
+    """What another app says of the #1 (runs/extensions.py: its quorum), on its own row of the leaderboard's twin."""
+    return top.twin if top is not None and top.run.pk == run.pk else {}
 
 
 def definition_json(context: dict[str, Any]) -> dict[str, Any]:

@@ -78,10 +78,13 @@ def _leaderboard_latency_cell(run: Run) -> str:
     return f'<td class="num" data-label="Latency">{latency} {mark}</td>'
 
 
-def leaderboard_rows(runs: Iterable[Run], *, source_order: bool, highlight: Run | None) -> SafeString:
+def leaderboard_rows(
+    runs: Iterable[Run], *, source_order: bool, highlight: Run | None, top_note: str = ""
+) -> SafeString:
     """A leaderboard page's rows (templates/runs/group_detail.html): rank, run, implementation, latency, the
     source's score where the group follows the source's order, evidence, status, when observed; the run being
-    viewed marked current."""
+    viewed marked current; `top_note` is what another app says of the #1 (verification: "reproduced by 1 of 2
+    workers")."""
     run_url = run_url_maker()
     rows = []
     for run in runs:
@@ -95,8 +98,9 @@ def leaderboard_rows(runs: Iterable[Run], *, source_order: bool, highlight: Run 
         if source_order:
             score = escape(display.format_score(run.source_score))
             cells.append(f'<td class="num optional" data-label="SOL score">{score}</td>')
+        note = f' <span class="quorum">{escape(top_note)}</span>' if top_note and position == 1 else ""
         cells += [
-            f'<td data-label="Evidence">{evidence_badge(run.evidence)}</td>',
+            f'<td data-label="Evidence">{evidence_badge(run.evidence)}{note}</td>',
             _status_cell(run.status),
             f'<td class="date optional" data-label="Observed">{_date(run.observed_at) or MISSING}</td>',
         ]

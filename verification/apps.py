@@ -11,13 +11,15 @@ class VerificationConfig(AppConfig):
         # runs never imports this app: its run page and twin draw verification's section, and its dumps carry
         # verification's sections, through runs' registries (runs/extensions.py, runs/dump_sections.py).
         from runs.dump_sections import register_section
-        from runs.extensions import register_run_section
+        from runs.extensions import register_run_section, register_top_run_note
 
         # Disputes listen for new reports (attestations) and for reruns that end (verification.reruns).
         from verification import disputes  # noqa: F401
         from verification.dump_sections import SECTIONS
         from verification.pages import RUN_SECTION
+        from verification.quorum import top_run_note
 
         register_run_section(RUN_SECTION)
+        register_top_run_note("quorum", top_run_note)
         for section in SECTIONS:
             register_section(section)

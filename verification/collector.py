@@ -90,7 +90,8 @@ def _started(key: WorkerKey, message: WorkerMessage) -> None:
     if message.job is None or reruns.claim_job(message.job, message.instance, key) is None:
         raise RefusedError(
             f"worker {message.instance} took job {message.job}, which is no queued job of its classes "
-            f"({key.hardware}): taken by another, over, or never sent"
+            f"({key.hardware}): taken by another, over, never sent, or left to another worker than one that reran "
+            "its version already (a quorum's rerun)"
         )
 
 
@@ -106,7 +107,7 @@ def _beat(key: WorkerKey, message: WorkerMessage) -> None:
         raise RefusedError(f"worker {message.instance}'s beat of {message.at} is stale, or from the future")
     if not message.classes or not set(message.classes) <= set(key.classes):
         raise RefusedError(f"worker {message.instance} beats for {message.classes}, not its classes ({key.hardware})")
-    reruns.beat_worker(message.instance, message.classes)
+    reruns.beat_worker(message.instance, message.classes, key.key_id)
     if message.job is not None:
         reruns.beat_job(message.job, message.instance, key)
 

@@ -85,6 +85,9 @@ class RerunRequest(models.Model):
     harness_options = models.JSONField(default=dict, blank=True)
     # The registered key of the worker that took the current attempt (`worker` names its process).
     worker_key = models.ForeignKey("WorkerKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # The worker keys (their key ids) that must not run it: a rerun asked for the quorum (records/quorum.py) goes
+    # to a worker that has not voted on this version yet. The site refuses their claim; the job tells them too.
+    not_by_keys = models.JSONField(default=list, blank=True)
     # The harness that judged it, as its attested result names it: its page (/harness/<hex>) lists the hostile cases
     # that version's own suite ran (records/harness_suites.py). Empty until a result is recorded.
     harness_version = models.CharField(max_length=HARNESS_VERSION_MAX_LENGTH, blank=True)
@@ -176,6 +179,8 @@ class RerunWorker(models.Model):
     name = models.CharField(max_length=255, unique=True)
     # The hardware classes whose queues it consumes, comma-separated.
     hardware = models.CharField(max_length=500)
+    # The id of the key its beats are signed with: a quorum's rerun waits for a live worker of another key.
+    key_id = models.CharField(max_length=DIGEST_LENGTH, blank=True)
     started_at = models.DateTimeField()
     seen_at = models.DateTimeField()
 

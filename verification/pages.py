@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, PermissionsMixin
 
+from records.quorum import quorum_rule
 from records.rerun import evidence_rule
 from records.schema import WorkloadSpec
 from runs import display
@@ -19,6 +20,7 @@ from runs.selectors import document_value, hardware_class_for
 from verification import serializers
 from verification.forms import RerunForm
 from verification.policy import run_verification
+from verification.quorum import quorum_size, run_quorum
 from verification.reruns import may_request_rerun
 from verification.selectors import RerunRow, evidence_history, live_hardware_classes, rerun_origin, rerun_rows
 
@@ -40,6 +42,8 @@ def reruns_section(
         "active_rerun": next((row.request for row in reruns if row.request.is_active), None),
         "evidence_history": evidence_history(run),
         "evidence_rule": evidence_rule(settings.RERUN_TOLERANCE),
+        "quorum": run_quorum(run),
+        "quorum_rule": quorum_rule(quorum_size(), distinct_hosts=settings.VERIFICATION_QUORUM_DISTINCT_HOSTS),
         "own_class": own_class,
         "own_class_label": display.hardware_class_label(own_class) or own_class,
         "rerun_form": RerunForm() if may_rerun else None,

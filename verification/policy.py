@@ -32,6 +32,7 @@ from django.utils import timezone
 from records.hardware import hardware_class, hardware_class_of
 from runs.models import BELOW_FLOOR, RANKABLE, RANKED, Run, RunVersion
 from runs.selectors import document_value, run_hardware_class
+from verification import quorum_policy
 from verification.harness_versions import current_harness
 from verification.models import RerunRequest, VerificationPause, WorkerKey
 from verification.reruns import RerunRefusedError, request_rerun, runnable_documents, system_user
@@ -204,6 +205,8 @@ class Queue:
     waiting: list[Waiting] = field(default_factory=list)  # in order, every class together
     # Runs that would be verified if a worker of their class were registered here, by class.
     unserved: Counter[str] = field(default_factory=Counter)
+    # Groups' #1s whose quorum needs another worker's rerun (verification.quorum_policy), asked for before the rest.
+    quorum: list[quorum_policy.QuorumWanted] = field(default_factory=list)
 
     def of_class(self, name: str) -> list[Waiting]:
         return [entry for entry in self.waiting if entry.hardware_class == name]
@@ -321,6 +324,7 @@ def build_queue(now: datetime | None = None, *, until: Run | None = None) -> Que
     queue = Queue({name: class_state(name, now, registered, pauses) for name in sorted(names)})
     if not policy_on():
         return queue
+    queue.quorum = quorum_policy.quorum_wanted(registered, now - RETRY_AFTER)
     done = settled(now)
     memo = _Memo()
     positions: Counter[str] = Counter()
@@ -353,6 +357,14 @@ def apply_policy(now: datetime | None = None) -> list[RerunRequest]:
     queued: list[RerunRequest] = []
     if policy_on():
         user = system_user()
+        for wanted in queue.quorum:
+            wanted_state = queue.classes.get(wanted.hardware_class)
+            if wanted_state is None or not wanted_state.may_queue:
+                continue
+            asked = quorum_policy.ask_for_quorum(wanted, user, REASON_PREFIX)
+            if asked is not None:
+                queued.append(asked)
+                wanted_state.in_flight += 1
         for state in queue.classes.values():
             for entry in queue.of_class(state.name):
                 if not state.may_queue:
@@ -375,12 +387,15 @@ def _retire_if_changed(queue: Queue, queued: list[RerunRequest], now: datetime) 
     places = [
         [(entry.run.pk, entry.run.digest, entry.hardware_class, entry.position) for entry in queue.waiting],
         [(state.name, state.registered, state.pause is not None, state.budget_spent) for state in classes],
+        # A #1's page says whether its quorum's rerun waits, and why.
+        [(wanted.run.pk, wanted.holdup) for wanted in queue.quorum],
     ]
     seen = [
         policy_on(),
         places,
         [sorted(state.as_json().items()) for state in classes],
         sorted(queue.unserved.items()),
+        [(wanted.run.pk, wanted.quorum.as_json(), wanted.holdup) for wanted in queue.quorum],
         [request.pk for request in queued],
         list(ran_today(now).values_list("pk", "state", "verdict")),
     ]
@@ -454,6 +469,8 @@ def run_verification(run: Run, now: datetime | None = None) -> RunVerification:
     may_recheck = key not in done.lately and done.judged_by_another_harness(key)
     if done.holds(key, None) and not may_recheck:
         if key in done.decided_by:
+            if wait := quorum_policy.run_quorum_wait(run, now - RETRY_AFTER):
+                return said("quorum", wait)
             return said("verified", f"A rerun on {name} has decided this version of the run.")
         return said(
             "tried", f"A rerun of this version on {name} ran in the last day without deciding; it is tried again later."

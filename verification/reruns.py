@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -37,7 +38,6 @@ from records.attestation import AttestationError, Attested
 from records.canonical import digest
 from records.hardware import UnknownHardwareClassError, hardware_class_named
 from records.rerun import (
-    INCONCLUSIVE,
     RerunOf,
     Verdict,
     judged_by,
@@ -53,6 +53,7 @@ from runs.ingest import import_manifest
 from runs.models import EVIDENCE_LABELS, Document, Run
 from runs.models import INCONCLUSIVE as INCONCLUSIVE_LEVEL
 from runs.selectors import document_value, run_hardware_class
+from verification import quorum
 from verification.figures import refresh_run_counters
 from verification.models import EvidenceChange, RerunAttestation, RerunRequest, RerunWorker, WorkerKey
 from verification.selectors import live_hardware_classes
@@ -128,9 +129,17 @@ def _reference(workload: dict[str, Any]) -> str:
 
 
 def request_rerun(
-    run: Run, *, user: AbstractBaseUser | AnonymousUser | None, hardware: str | None = None, reason: str = ""
+    run: Run,
+    *,
+    user: AbstractBaseUser | AnonymousUser | None,
+    hardware: str | None = None,
+    reason: str = "",
+    not_by: Sequence[str] | None = None,
 ) -> RerunRequest:
-    """Store a request and send it once the transaction commits; refuse what cannot or need not run."""
+    """Store a request and send it once the transaction commits; refuse what cannot or need not run.
+
+    `not_by`: the worker keys that must not run it; by default, while the run's quorum is short or disagrees,
+    the keys that voted already (verification.quorum.keys_to_avoid), so that the rerun adds to the quorum."""
     if run.withdrawn_at is not None:
         raise RerunRefusedError("this run is withdrawn")
     runnable_documents(run)
@@ -151,6 +160,7 @@ def request_rerun(
                 requested_by=user if isinstance(user, get_user_model()) else None,
                 job_id=new_job_id(),
                 harness_options=harness_options(run, hardware),
+                not_by_keys=list(quorum.keys_to_avoid(run, hardware) if not_by is None else not_by),
             )
             log_rerun(
                 request,
@@ -188,6 +198,10 @@ def send_rerun(request_id: int, *, countdown: float | None = None) -> bool:
         options = harness_options(request.run, request.hardware)
         RerunRequest.objects.filter(pk=request.pk, harness_options={}).update(harness_options=options)
         request.refresh_from_db()
+    waits = quorum.waiting_for_another(request)
+    if waits:  # only workers it must avoid would take it now: it stays unsent (the sweep tries), nothing bounces
+        RerunRequest.objects.filter(pk=request.pk).update(send_error=waits)
+        return False
     try:
         job = rerun_job(request)
     except RerunRefusedError as refusal:
@@ -225,6 +239,7 @@ def rerun_job(request: RerunRequest) -> dict[str, Any]:
         implementation=documents.implementation,
         harness=request.harness_options,
         sentAt=timezone.now().isoformat().replace("+00:00", "Z"),
+        notBy=list(request.not_by_keys or []),
     )
     return sign_job(job, site_signing_key())
 
@@ -303,6 +318,9 @@ def cancel_rerun(request: RerunRequest, user: AbstractBaseUser | AnonymousUser) 
 def claim_job(job_id: str, instance: str, key: WorkerKey) -> RerunRequest | None:
     """A worker says it took this job: the queued request sent as this job runs now, on that worker."""
     now = timezone.now()
+    avoided = RerunRequest.objects.filter(job_id=job_id).values_list("not_by_keys", flat=True).first()
+    if isinstance(avoided, list) and key.key_id in avoided:
+        return None  # a quorum rerun this key voted on already: it stays queued for another worker
     claimed = RerunRequest.objects.filter(
         job_id=job_id, state=RerunRequest.State.QUEUED, hardware__in=key.classes
     ).update(
@@ -441,8 +459,9 @@ def record_failure(
 
 
 def refresh_evidence(run: Run) -> EvidenceChange | None:
-    """Apply the evidence rule: the latest conclusive rerun on the run's own hardware class whose attestation
-    still verifies decides; with none (reevaluate may leave none), the run is back to what its source reported."""
+    """Apply the evidence rule: the conclusive reruns on the run's own hardware class whose attestations still
+    verify decide, as the quorum reads them (verification.quorum); with none (reevaluate may leave none), the run is
+    back to what its source reported."""
     own = RerunRequest.objects.filter(run=run, hardware=run_hardware_class(run), result_run__isnull=False)
     standing = [
         request
@@ -451,9 +470,11 @@ def refresh_evidence(run: Run) -> EvidenceChange | None:
         # attested has nothing to verify, and stands as it was decided.
         if request.attestation is None or request.attestation.verified() is not None
     ]
-    latest = next((request for request in standing if request.verdict != INCONCLUSIVE), None)
-    level = latest.verdict if latest else Run.Evidence.REPORTED
-    decider = latest or next(iter(standing), None)
+    # The quorum (records/quorum.py) over the conclusive ones: one is enough to show reproduced ("by 1 of 2
+    # workers"), but workers that disagree take the run back to reported until another decides.
+    decided = quorum.standing_of(standing)
+    level = decided.quorum.level
+    decider = decided.decider or next(iter(standing), None)
     if decider is None or level == run.evidence:
         return None
     change = EvidenceChange.objects.create(
@@ -521,14 +542,11 @@ def reevaluate_run(run: Run) -> Reevaluated:
 # -- worker heartbeats -----------------------------------------------------------------
 
 
-def beat_worker(name: str, classes: list[str]) -> None:
-    """A worker's heartbeat: it serves these hardware classes, and is alive now."""
+def beat_worker(name: str, classes: list[str], key_id: str = "") -> None:
+    """A worker's heartbeat: it serves these hardware classes, signs with this key, and is alive now."""
     now = timezone.now()
-    RerunWorker.objects.update_or_create(
-        name=name,
-        defaults={"hardware": ",".join(classes), "seen_at": now},
-        create_defaults={"hardware": ",".join(classes), "seen_at": now, "started_at": now},
-    )
+    beat = {"hardware": ",".join(classes), "seen_at": now, "key_id": key_id}
+    RerunWorker.objects.update_or_create(name=name, defaults=beat, create_defaults={**beat, "started_at": now})
 
 
 def forget_worker(name: str) -> None:

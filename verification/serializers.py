@@ -96,6 +96,10 @@ def run_index_json(run: Run, reruns: dict[str, Any]) -> dict[str, Any]:
     """What the run's manifest carries beside its documents (records.manifest.INDEX_MEMBERS), from
     the reruns section of its page (verification.pages.reruns_section)."""
     return {
-        "evidence": evidence_json(run, reruns["evidence_rule"], reruns["evidence_history"]),
+        # The quorum (records/quorum.py) beside the level it decides: how many workers reproduced this version.
+        "evidence": {
+            **evidence_json(run, reruns["evidence_rule"], reruns["evidence_history"]),
+            "quorum": reruns["quorum"].as_json(),
+        },
         "reruns": [rerun_json(row) for row in reruns["reruns"]],
     }

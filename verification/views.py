@@ -25,6 +25,7 @@ from verification import harness_versions
 from verification import pages as verification_pages
 from verification import policy as verification
 from verification.forms import RerunForm
+from verification.quorum import quorum_size
 from verification.reruns import SYSTEM_USERNAME, RerunRefusedError, may_request_rerun, queued_message, request_rerun
 from verification.selectors import get_rerun_attestation_or_404
 from web import scopes
@@ -55,6 +56,8 @@ def verification_context(request: HttpRequest) -> dict[str, Any]:
         "page": waiting_page(queue, request.GET.get("after")),
         "classes": list(queue.classes.values()),
         "unserved": sorted(queue.unserved.items()),
+        "quorum": queue.quorum,
+        "quorum_size": quorum_size(),
         "ran_today": list(verification.ran_today(now)[:200]),
         "system_username": SYSTEM_USERNAME,
     }
@@ -76,6 +79,7 @@ def verification_json(request: HttpRequest) -> JsonResponse:
             "policy": context["policy_on"],
             "waiting": {**pagination_json(request, page), "runs": [entry.as_json() for entry in page.rows]},
             "classes": [state.as_json() for state in context["classes"]],
+            "quorum": [wanted.as_json() for wanted in context["quorum"]],
             "noRegisteredWorker": [{"hardwareClass": name, "runs": count} for name, count in context["unserved"]],
             "ranToday": [
                 {

@@ -307,6 +307,11 @@ class WorkerState:
                 "job %s is for class %s, not this worker's %s: dropped", job.jobId, job.hardwareClass, self.hardware
             )
             return
+        if self.identity.key_id in job.notBy:
+            # A quorum rerun of a version this worker reran already: another worker's to take. Dropped, not put
+            # back: the site's sweep sends it again later, so a lone worker cannot make it bounce.
+            logger.info("job %s (rerun #%s) is for another worker than this key's: dropped", job.jobId, job.request)
+            return
         if job.jobId in self.attested:
             logger.warning("job %s was run and attested already: dropped", job.jobId)
             return

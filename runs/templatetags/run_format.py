@@ -15,6 +15,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from records.canonical import short_digest as _short_digest
 from runs import display, tables
+from runs.extensions import TopRunNote
 from runs.highlight import highlight, highlight_json
 from runs.models import EVIDENCE_LABELS, EVIDENCE_MEANINGS, STATUS_LABELS, STATUS_MEANINGS, Run
 
@@ -98,9 +99,12 @@ def run_rows(runs: list[Run], show_source: bool = False) -> SafeString:
 
 
 @register.simple_tag
-def leaderboard_rows(runs: list[Run], source_order: bool, highlight: Run | None) -> SafeString:
-    """A leaderboard page's table rows (runs.tables.leaderboard_rows)."""
-    return tables.leaderboard_rows(runs, source_order=bool(source_order), highlight=highlight)
+def leaderboard_rows(
+    runs: list[Run], source_order: bool, highlight: Run | None, top_note: TopRunNote | None = None
+) -> SafeString:
+    """A leaderboard page's table rows (runs.tables.leaderboard_rows), the #1's with what another app says of it."""
+    sentence = top_note.sentence if top_note is not None else ""
+    return tables.leaderboard_rows(runs, source_order=bool(source_order), highlight=highlight, top_note=sentence)
 
 
 @register.simple_tag

@@ -128,6 +128,15 @@ def test_a_job_it_may_not_run_is_dropped_unrun_and_unanswered(state: Any, change
     assert (ran, sent) == ([], [])
 
 
+def test_a_quorum_job_for_another_key_is_dropped_unrun_and_another_key_runs_it(state: Any) -> None:
+    worker_state, sent, ran = state
+    own = worker_state.identity.key_id
+    worker_state.run(signed(JOB | {"notBy": [own]}))  # this key reran the version already: another's job
+    assert (ran, sent) == ([], [])
+    worker_state.run(signed(JOB | {"notBy": ["sha256:" + "9" * 64]}))
+    assert ran == ["a" * 32] and kinds(sent) == ["started", "result"]
+
+
 def test_the_command_line_is_the_jobs_options_one_each_and_the_files_the_worker_chose(tmp_path: Path) -> None:
     job = worker.read_job(signed(JOB), SITE_PUBLIC_KEY)
     command = worker.harness_command(job, tmp_path, unsandboxed=False)

@@ -253,7 +253,7 @@ def test_a_verdict_decided_again_carries_the_dispute_with_it(
     report.refresh_from_db()
     closed_at = report.dispute_closed_at
     assert report.dispute_outcome == "upheld" and closed_at is not None
-    # As runs.reruns.reevaluate_run writes a verdict a new rule decides, and says so.
+    # As verification.reruns.reevaluate_run writes a verdict a new rule decides, and says so.
     RerunRequest.objects.filter(pk=rerun.pk).update(verdict="reproduced")
     rerun_ended.send(sender=RerunRequest, request=rerun)
     report.refresh_from_db()
