@@ -5,8 +5,11 @@ periodic sweep (-B), and a rerun worker for this machine's hardware class, as pr
 local_worker`, which makes and registers this machine's own key on first start
 (var/worker-local.key, never in the repository) and then becomes `python -m
 harness.worker` with the broker and that key alone: no database, no settings.
+The quorum for the top needs agreeing reruns by different keys, so as many
+local workers start as it asks (VERIFICATION_QUORUM; the second with
+var/worker-local-2.key).
 
-Each of the three starts in a process group of its own, so that it can be
+Each starts in a process group of its own, so that it can be
 stopped whole: runserver is two processes (its autoreloader and the server it
 restarts), the web worker several (its pool, the beat), the rerun worker its
 harness while a rerun runs. Ctrl-C (SIGINT to the terminal's group: make and
@@ -55,7 +58,10 @@ def main() -> int:
     # (command, whether SIGTERM goes to its whole group or to its main process alone)
     commands = [
         ([sys.executable, "-m", "celery", "-A", "kernelindex", "worker", "-B", "--loglevel=warning"], False),
-        ([sys.executable, "manage.py", "local_worker", "--", "--loglevel=warning"], False),
+        *(
+            ([sys.executable, "manage.py", "local_worker", f"--slot={slot}", "--", "--loglevel=warning"], False)
+            for slot in range(1, local_workers() + 1)
+        ),
         ([sys.executable, "manage.py", "runserver", address], True),
     ]
     children: list[Child] = []
@@ -70,6 +76,16 @@ def main() -> int:
     finally:
         stop_all(children)
     return 0 if stopping else 1
+
+
+def local_workers() -> int:
+    """As many local rerun workers, each with a key of its own, as the quorum for the top asks agreeing reruns
+    (VERIFICATION_QUORUM, 2 by default): a newcomer's #1 can reach "reproduced by 2 workers". The verification
+    policy keeps to VERIFICATION_MAX_IN_FLIGHT reruns at once (1), so the second mostly waits."""
+    sys.path.insert(0, str(BASE_DIR))
+    from kernelindex import settings
+
+    return settings.VERIFICATION_QUORUM
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from django.db.models import Exists, OuterRef, Prefetch, Q
 from records.attestation import AttestationError, PublishedKey, key_set, verified_statement
 from records.canonical import canonical_text
 from records.errors import RecordError
-from records.rerun import Verdict, measured_from_result
+from records.rerun import Verdict, judged_by, measured_from_result
 from records.sources import dump as dump_format
 from records.sources.base import CountedRerun, SectionItem
 from runs.dump_sections import (
@@ -205,6 +205,7 @@ def apply_reruns(batch: SectionBatch) -> None:
             result_run_id=_result_run(batch, item, line, runs) if counted else None,
             **_rerun_fields(batch, item, line),
             **_decided(batch, item, line, counted, rows[runs[line.run]]),
+            **_judging_harness(counted),
         )
         (renumbered if request.pk is None else own_numbers).append(request)
         written.append((line.number, request))
@@ -293,6 +294,14 @@ def _verifying_key(counted: CountedRerun, publisher: str, batch: SectionBatch, i
         key = _published_key(counted.key, publisher, batch, item)
         key.save()
     return key
+
+
+def _judging_harness(counted: CountedRerun | None) -> dict[str, str]:
+    """The harness its worker signed that it ran (never a line's word): a rerun without an attestation that counts
+    names none."""
+    result = counted.attested.result if counted else None
+    version, digest = judged_by(result.get("harness") if result else None)
+    return {"harness_version": version, "harness_digest": digest}
 
 
 def _result_run(

@@ -78,14 +78,17 @@ def revoke_worker_key(name: str) -> bool:
     return bool(revoked.update(revoked_at=timezone.now()))
 
 
-def local_key_path() -> Path:
-    return Path(settings.VAR_DIR) / LOCAL_KEY_FILE
+def local_key_path(slot: int = 1) -> Path:
+    """The key file of this machine's local worker number `slot`: var/worker-local.key, then worker-local-2.key..."""
+    name = LOCAL_KEY_FILE if slot == 1 else LOCAL_KEY_FILE.replace(".key", f"-{slot}.key")
+    return Path(settings.VAR_DIR) / name
 
 
-def local_worker_key(hardware: str) -> Path:
-    """This machine's own worker key file (var/worker-local.key) for `hardware`, made and registered on first
-    use, and made again if the registry no longer holds it unrevoked (a new database, a revocation)."""
-    path = local_key_path()
+def local_worker_key(hardware: str, slot: int = 1) -> Path:
+    """This machine's own worker key file (var/worker-local.key; another per slot, for a second local worker the
+    quorum needs) for `hardware`, made and registered on first use, and made again if the registry no longer
+    holds it unrevoked (a new database, a revocation)."""
+    path = local_key_path(slot)
     if path.is_file():
         try:
             identity = read_key_file(path.read_text())
@@ -95,7 +98,8 @@ def local_worker_key(hardware: str) -> Path:
         current = identity is not None and identity.site_key == site_public_key() and hardware in identity.classes
         if current and usable.filter(key_id=identity.key_id).exists():  # type: ignore[union-attr]
             return path
-    stem = "local-" + re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname())[:80]
+    # Each slot's names apart ('local-host-1', 'local2-host-1'): making one slot's key revokes only that slot's.
+    stem = f"local{'' if slot == 1 else slot}-" + re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname())[:80]
     # A name not taken: keys are never deleted, so an earlier local key keeps its name.
     taken = set(WorkerKey.objects.registered_here().filter(name__startswith=stem).values_list("name", flat=True))
     name = next(f"{stem}-{number}" for number in range(1, len(taken) + 2) if f"{stem}-{number}" not in taken)

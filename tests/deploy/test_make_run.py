@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import http.client
+import json
 import os
 import re
 import signal
@@ -23,6 +24,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,16 +142,18 @@ def wait_until(started: Started, ready: str, check: object) -> None:
 
 
 @pytest.fixture
-def make_run(tmp_path: Path) -> Iterator[Started]:
+def make_run(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Started]:
+    """`make run`, the verification policy off unless the test asks for "policy" (indirect parametrisation)."""
     if sys.platform != "linux":
         pytest.skip("reads the process table from /proc")
     port, var, log = free_port(), tmp_path / "var", tmp_path / "make-run.log"
     environment = {name: value for name, value in os.environ.items() if name not in NOT_INHERITED}
     environment |= {"KERNELINDEX_VAR_DIR": str(var), "RERUN_HEARTBEAT_SECONDS": "0.5"}
     # The demo's committed claims (class cpu, served by a worker told so) rather than minutes of measuring them
-    # here (tests/demo/test_local.py measures); and no verification policy taking the one worker first
-    # (tests/runs/test_verification_policy.py).
-    environment |= {"KERNELINDEX_HARDWARE_CLASS": "cpu", "VERIFICATION_POLICY": "false"}
+    # here (tests/demo/test_local.py measures); and, unless asked for, no verification policy taking the workers
+    # first (tests/runs/test_verification_policy.py).
+    policy = "true" if getattr(request, "param", "") == "policy" else "false"
+    environment |= {"KERNELINDEX_HARDWARE_CLASS": "cpu", "VERIFICATION_POLICY": policy}
     # VENV=the environment these tests run in, so make installs nothing; DATA=a small import.
     command = ["make", "--no-print-directory", "run", f"PORT={port}", f"VENV={sys.prefix}", f"DATA={DATA}"]
     command.append("DEMO_CLAIMS=committed")
@@ -184,6 +188,9 @@ def test_ctrl_c_stops_the_server_and_the_worker_within_seconds(make_run: Started
     commands = {pid: command_line(pid) for pid in running}
     assert any("celery" in line and "worker" in line for line in commands.values()), commands
     assert any("runserver" in line for line in commands.values()), commands
+    # As many rerun workers as the quorum for the top asks agreeing reruns (2), each with a key of its own.
+    keys = {line.split("--key ")[1].split()[0] for line in commands.values() if "harness.worker" in line}
+    assert len(keys) == 2, commands
 
     os.killpg(make_run.make.pid, signal.SIGINT)  # Ctrl-C in the terminal
     deadline = time.monotonic() + STOP_WITHIN
@@ -239,3 +246,31 @@ def test_a_rerun_asked_for_as_it_starts_serving_is_taken_within_seconds(make_run
             (started,) = db.execute("SELECT started_at FROM runs_rerunrequest ORDER BY id DESC LIMIT 1").fetchone()
         time.sleep(0.25)
     assert started is not None, f"not started {RERUN_STARTS_WITHIN:.0f} s after it was asked for:\n{make_run.output()}"
+
+
+@pytest.mark.parametrize("make_run", ["policy"], indirect=True)
+def test_with_no_moderator_the_policy_reruns_the_demo_top_ranks_first(make_run: Started) -> None:
+    """Issue 44: on a fresh `make run` the verification policy starts at once, one rerun at a time, a run that holds
+    or would take #1 of its group first (and a #1's quorum rerun by the other local worker), and /verification
+    shows the order, the budget and what ran. The first two verdicts are waited for, not all: each takes a while."""
+    wait_until(make_run, "serving", lambda: make_run.get("/healthz")[0] == 200)
+    wait_until(make_run, "verifying", lambda: len(verification(make_run)["ranToday"]) >= 2)
+
+    shown = verification(make_run)
+    ran = sorted(shown["ranToday"], key=lambda rerun: rerun["rerun"])[:2]
+    assert all(rerun["byPolicy"] for rerun in ran), ran
+    for rerun in ran:
+        twin = json.loads(make_run.get(f"/runs/{rerun['runId']}.json")[1])
+        (reason,) = [listed["reason"] for listed in twin["reruns"] if listed["id"] == rerun["rerun"]]
+        assert reason.startswith("verification policy: ") and "#1 of" in reason, reason
+    (cpu,) = shown["classes"]
+    assert cpu["maxInFlight"] == 1 and cpu["spentSeconds"] > 0 and cpu["leftSeconds"] < cpu["budgetSeconds"]
+    status, page = make_run.get("/verification")
+    assert status == 200 and "Ran today" in page and "budget today" in page
+
+
+def verification(started: Started) -> dict[str, Any]:
+    status, body = started.get("/verification.json")
+    assert status == 200, body[:2000]
+    answer: dict[str, Any] = json.loads(body)
+    return answer

@@ -38,6 +38,13 @@ def suites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+def a_demo_run(import_runs: ImportRuns) -> Run:
+    import_runs(DEMO)
+    run = Run.objects.order_by("run_id").first()
+    assert run is not None
+    return run
+
+
 def judged_rerun(run: Run, digest: str, version: str) -> RerunRequest:
     return RerunRequest.objects.create(
         run=run,
@@ -66,9 +73,7 @@ def test_the_versions_page_lists_the_current_first_with_its_hostile_cases_held(c
 def test_a_versions_page_lists_its_hostile_cases_escaped_and_the_reruns_it_judged(
     client: Client, suites: Path, import_runs: ImportRuns
 ) -> None:
-    import_runs(DEMO)
-    run = Run.objects.order_by("run_id").first()
-    assert run is not None
+    run = a_demo_run(import_runs)
     rerun = judged_rerun(run, harness_digest(), HARNESS_VERSION)
     judged_rerun(run, OLD, "0.2.0")
     url = f"/harness/{harness_digest().removeprefix('sha256:')}"
@@ -88,9 +93,7 @@ def test_a_versions_page_lists_its_hostile_cases_escaped_and_the_reruns_it_judge
 def test_a_version_only_seen_judging_a_rerun_has_a_page_saying_its_cases_were_not_recorded(
     client: Client, suites: Path, import_runs: ImportRuns
 ) -> None:
-    import_runs(DEMO)
-    run = Run.objects.order_by("run_id").first()
-    assert run is not None
+    run = a_demo_run(import_runs)
     unrecorded = "sha256:" + "cd" * 32
     judged_rerun(run, unrecorded, "0.1.0")
 

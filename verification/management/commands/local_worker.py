@@ -25,11 +25,20 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--slot",
+            type=int,
+            default=1,
+            choices=range(1, 10),
+            metavar="N",
+            help="which local worker: each has a key of its own (var/worker-local-N.key), as the quorum for the top "
+            "needs reruns by different keys (default 1)",
+        )
         parser.add_argument("arguments", nargs="*", help="more arguments for python -m harness.worker")
 
     def handle(self, *args: Any, **options: Any) -> None:
         hardware = hardware_class_named(detect_hardware_class()).name
-        key = local_worker_key(hardware)
+        key = local_worker_key(hardware, options["slot"])
         broker = settings.CELERY_BROKER_URL
         command = [sys.executable, "-m", "harness.worker", "--class", hardware, "--key", str(key)]
         if broker.startswith("filesystem"):
