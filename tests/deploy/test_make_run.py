@@ -33,6 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 DATA = ROOT / "tests" / "data" / "sol-execbench" / "submissions.jsonl"
 START_TIMEOUT = 240.0
 STOP_WITHIN = 10.0
+# Two reruns of the demo, one at a time, from the moment the site serves (the first sweep comes within 30 s).
+VERIFIED_WITHIN = 420.0
 # Issue 24: a rerun asked for within 10 s of the site serving starts within 10 s.
 RERUN_ASKED_WITHIN = RERUN_STARTS_WITHIN = 10.0
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -129,8 +131,8 @@ def worker_is_live(var: Path) -> bool:
         return False
 
 
-def wait_until(started: Started, ready: str, check: object) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
+def wait_until(started: Started, ready: str, check: object, within: float = START_TIMEOUT) -> None:
+    deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         if started.make.poll() is not None:
             pytest.fail(f"make run stopped before {ready}:\n{started.output()}")
@@ -138,7 +140,7 @@ def wait_until(started: Started, ready: str, check: object) -> None:
             if check():  # type: ignore[operator]
                 return
         time.sleep(0.25)
-    pytest.fail(f"make run: not {ready} within {START_TIMEOUT:.0f} s:\n{started.output()}")
+    pytest.fail(f"make run: not {ready} within {within:.0f} s:\n{started.output()}")
 
 
 @pytest.fixture
@@ -148,7 +150,9 @@ def make_run(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Started
         pytest.skip("reads the process table from /proc")
     port, var, log = free_port(), tmp_path / "var", tmp_path / "make-run.log"
     environment = {name: value for name, value in os.environ.items() if name not in NOT_INHERITED}
-    environment |= {"KERNELINDEX_VAR_DIR": str(var), "RERUN_HEARTBEAT_SECONDS": "0.5"}
+    # Beats often enough to see the workers live soon, not so often that two workers' beats queue up ahead of a
+    # rerun's own messages on the filesystem broker, which the web tier's worker reads a file at a time.
+    environment |= {"KERNELINDEX_VAR_DIR": str(var), "RERUN_HEARTBEAT_SECONDS": "2"}
     # The demo's committed claims (class cpu, served by a worker told so) rather than minutes of measuring them
     # here (tests/demo/test_local.py measures); and, unless asked for, no verification policy taking the workers
     # first (tests/runs/test_verification_policy.py).
@@ -254,7 +258,7 @@ def test_with_no_moderator_the_policy_reruns_the_demo_top_ranks_first(make_run: 
     or would take #1 of its group first (and a #1's quorum rerun by the other local worker), and /verification
     shows the order, the budget and what ran. The first two verdicts are waited for, not all: each takes a while."""
     wait_until(make_run, "serving", lambda: make_run.get("/healthz")[0] == 200)
-    wait_until(make_run, "verifying", lambda: len(verification(make_run)["ranToday"]) >= 2)
+    wait_until(make_run, "verifying", lambda: len(verification(make_run)["ranToday"]) >= 2, VERIFIED_WITHIN)
 
     shown = verification(make_run)
     ran = sorted(shown["ranToday"], key=lambda rerun: rerun["rerun"])[:2]
