@@ -53,7 +53,9 @@ def main() -> int:
     # Before anything starts, so that a Ctrl-C during start-up still stops whatever has started.
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
-    environment = os.environ | {"HOST": options.host, "PORT": str(options.port)}
+    # The sweep applies the verification policy, which keeps to one rerun at a time here: every 10 s (production's
+    # default is 30), so that the next rerun follows the last within seconds, unless RERUN_SWEEP_SECONDS says.
+    environment = {"RERUN_SWEEP_SECONDS": "10"} | os.environ | {"HOST": options.host, "PORT": str(options.port)}
     address = f"[{options.host}]:{options.port}" if ":" in options.host else f"{options.host}:{options.port}"
     # (command, whether SIGTERM goes to its whole group or to its main process alone)
     commands = [

@@ -586,9 +586,12 @@ def sweep_reruns() -> SweepResult:
     last = _swept_at(cache.get(SWEPT_AT))
     cache.set(SWEPT_AT, now.timestamp(), timeout=None)
     resend_before = now - timedelta(seconds=settings.RERUN_RESEND_AFTER_SECONDS)
+    # A quorum's rerun still queued a sweep after it was sent was most likely dropped by a worker that voted already
+    # (its job's notBy): sent again at once for another worker, not after the broker's long wait.
+    dropped = ~Q(not_by_keys=[]) & Q(sent_at__lt=now - timedelta(seconds=settings.RERUN_SWEEP_SECONDS))
     waiting = (
         RerunRequest.objects.filter(state=RerunRequest.State.QUEUED)
-        .filter(Q(sent_at__isnull=True) | Q(sent_at__lt=resend_before))
+        .filter(Q(sent_at__isnull=True) | Q(sent_at__lt=resend_before) | dropped)
         .filter(Q(retry_at__isnull=True) | Q(retry_at__lte=now))
     )
     for request_id in waiting.values_list("pk", flat=True):

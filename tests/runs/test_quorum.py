@@ -6,10 +6,12 @@ tests/runs/test_rerun_quorum.py does the same with real rerun workers."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from harness.parent.worker import worker_message
 from records.attestation import WorkerIdentity
@@ -20,7 +22,7 @@ from tests.runs import attested
 from verification import policy as verification
 from verification.collector import collect
 from verification.models import RerunRequest
-from verification.reruns import request_rerun, send_rerun
+from verification.reruns import request_rerun, send_rerun, sweep_reruns
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("memory_broker")]
 
@@ -116,6 +118,25 @@ def test_the_key_that_voted_cannot_take_the_quorums_rerun_another_can(
     request.refresh_from_db()
     assert (request.state, request.worker_key) == ("queued", None)
     assert attested.claim(request, second).state == "running"
+
+
+def test_a_quorum_rerun_still_queued_a_sweep_after_it_was_sent_is_sent_again_for_another_worker(
+    demo: Callable[[str], Run], rerun_by: RerunBy, settings: Any
+) -> None:
+    """The key that voted drops the job (a worker cannot tell the site, holding no database): the next sweep sends
+    it again, where another request waits RERUN_RESEND_AFTER_SECONDS for the broker."""
+    run, other = demo(TOP), demo("softmax-fused")
+    first = key("quorum-a")
+    rerun_by(request_rerun(run, user=None), first, reproducing(run))
+    beat(key("quorum-b"))
+    quorum_rerun, plain = request_rerun(run, user=None), request_rerun(other, user=None)
+    a_sweep_ago = timezone.now() - timedelta(seconds=settings.RERUN_SWEEP_SECONDS + 1)
+    RerunRequest.objects.filter(pk__in=[quorum_rerun.pk, plain.pk]).update(sent_at=a_sweep_ago)
+
+    assert sweep_reruns().resent == 1
+    quorum_rerun.refresh_from_db()
+    plain.refresh_from_db()
+    assert quorum_rerun.sent_at > a_sweep_ago and plain.sent_at == a_sweep_ago
 
 
 def test_a_second_rerun_by_the_same_key_is_shown_and_adds_nothing(
