@@ -194,7 +194,11 @@ class RunSummary(Out):
     status: str
     evidence: EvidenceLevel
     primary_statistic: str
-    latency_ns: float | None
+    latency_ns: float | None = Field(description="The latency the run is ranked by.")
+    reported_latency_ns: float | None = Field(
+        description="Where a rerun that reproduced the run measured its latency slower than reported beyond the "
+        "tolerance, the latency the run reported; latencyNs is then the rerun's. Null otherwise."
+    )
     source_score: float | None
     observed_at: str | None
     published_at: str

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from records.canonical import DIGEST_PATTERN, digest
@@ -70,7 +70,9 @@ TAMPERING = "REWARD_HACK"
 # checked that alone, so a run reporting its honest speedup beside latencies divided by 10 was reproduced and
 # ranked #1 by the latency nothing checked. Now on the run's own hardware class its latency (the figure it is
 # ranked by) and each case's latency and speedup are checked too, each against the same tolerance and spread.
-RULE_VERSION = 8
+# Version 9 allows those figures the spread they move by between moments of one host (HOST_DRIFT): version 8
+# held them to the suite speedup's, and convicted honest claims on a shared host whose speed drifted.
+RULE_VERSION = 9
 # How much slower than claimed, beyond the tolerance, even the fast end of a rerun's interval must be to call
 # the claim not reproduced: the spread between whole evaluations of one honest kernel, which no single rerun's
 # interval shows (bench/verdicts measures it: the largest ratio between two evaluations of one demo kernel's
@@ -83,14 +85,24 @@ RUN_TO_RUN = 1.5
 # The spread on a host that other work left quiet while the rerun's pairs ran (the judge measures it: harness
 # host_busy, at most QUIET_HOST_BUSY of the host's CPU time; a quiet host reads 0 to 3 %, two busy loops on two
 # cores about 50 %). Evaluations of one demo kernel on a quiet host came within 1.16 times of each other
-# (demo/README.md, bench/verdicts), so at the default tolerance a claim is convicted on a quiet host only when
-# even the fast end of the interval is 1.32 times slower than claimed: a claim half again what the kernel runs
-# is, an honest one measured on a quiet host is not. A claim measured on a busy host can overstate what a quiet
-# host measures by more (softmax-fused: 0.85 at load 3 to 5, 0.63 quiet, 1.35 times), still short of 1.32 at
+# (demo/README.md), later within 1.34 times (bench/verdicts: rmsnorm-vectorised 1.336 under rule 8, softmax-fused
+# 1.33 under rule 9; 1.2 convicted that), so at the default tolerance a claim is convicted on a quiet host only
+# when even the fast end of the interval is 1.375 times slower than claimed: a claim half again what the kernel
+# runs is, an honest one measured on a quiet host is not. A claim measured on a busy host can overstate what a quiet
+# host measures by more (softmax-fused: 0.85 at load 3 to 5, 0.63 quiet, 1.35 times), still short of 1.375 at
 # the interval's fast end. Where the judge could not tell, the host counts as busy; so does every host of a rerun
 # timed by the wall clock (CUDA), whose spread between evaluations no bench has measured yet.
-RUN_TO_RUN_QUIET = 1.2
+RUN_TO_RUN_QUIET = 1.25
 QUIET_HOST_BUSY = 0.1
+# The spread of the figures that no pair protects from the host's speed: a latency (the kernel's time alone, no
+# reference beside it) and each case's figures (one case's few pairs, where the suite's speedup is a mean over
+# cases). The speed of a shared host drifts between moments whatever the judge measures of its load: on the
+# 2-core development VM, quiet (host_busy 1 to 3 %), one torch op timed in a plain process moved 1.67 times within
+# a minute, and between evaluations a few seconds apart a case's reference latency moved 2.3 times, its speedup
+# 1.7 times and its latency 1.5 times (bench/verdicts, rule 9), each within a narrow interval of its own. Such a
+# figure is convicted only beyond this spread (2.2 times at the default tolerance): an honest claim measured at
+# a fast moment is left undecided, never convicted, and a latency a tenth of the kernel's is still refuted.
+HOST_DRIFT = 2.0
 
 EVIDENCE_RULE = (
     "The latest conclusive KernelIndex rerun on the run's own hardware class decides its evidence level "
@@ -104,8 +116,10 @@ EVIDENCE_RULE = (
     "tampered with its evaluation or failed in it, or when on any of those figures the rerun's median (however "
     "wide its interval: a kernel that makes its own measurement noisy is judged on its median) or even the fast "
     "end of its 95 % interval is slower than claimed beyond the tolerance and beyond the spread between whole "
-    "evaluations of one kernel ({run_to_run_quiet} where the judge measured the host quiet while it timed the CPU "
-    "time of each request, other work using at most {quiet} of its CPU time; {run_to_run} otherwise). "
+    "evaluations of one kernel (for the suite's speedup {run_to_run_quiet} where the judge measured the host quiet "
+    "while it timed the CPU time of each request, other work using at most {quiet} of its CPU time, {run_to_run} "
+    "otherwise; for a latency and each case's figures {drift}, what a shared host's speed drifts by between "
+    "moments). "
     "Inconclusive when the time budget ran out before the interval decided, or when the evaluation itself failed "
     "with the reference as the solution too: that moves nothing and is retried. Reruns on other hardware are "
     "shown and move nothing; community notes never do."
@@ -131,6 +145,7 @@ def evidence_rule(tolerance: float, version: int = RULE_VERSION) -> str:
         run_to_run=f"{RUN_TO_RUN:g}×",
         run_to_run_quiet=f"{RUN_TO_RUN_QUIET:g}×",
         quiet=f"{QUIET_HOST_BUSY:.0%}",
+        drift=f"{HOST_DRIFT:g}×",
     )
 
 
@@ -378,6 +393,13 @@ class _Compared:
     ratio_text: str
     # Where the figure is a case's, its number among the run's passed cases; None for the suite's.
     case: int | None = None
+    # Whether the host's drift between moments moves this figure (HOST_DRIFT): every figure but the suite's
+    # speedup, whose pairs and mean over the cases cancel it.
+    drifts: bool = True
+
+    def spread(self, measured: Measured) -> float:
+        """How far whole evaluations of one honest kernel may put this figure from its claim on the rerun's host."""
+        return max(measured.run_to_run, HOST_DRIFT) if self.drifts else measured.run_to_run
 
 
 def _comparisons(claim: Claim, measured: Measured, own_hardware: bool) -> list[_Compared] | str:
@@ -387,7 +409,8 @@ def _comparisons(claim: Claim, measured: Measured, own_hardware: bool) -> list[_
     compared = []
     speedup = measured.speedup(claim.speedup_statistic) if claim.speedup else None
     if claim.speedup and speedup:
-        compared.append(_speedup_compared(claim.speedup, speedup, f"the {claim.speedup_statistic} speedup"))
+        suite = _speedup_compared(claim.speedup, speedup, f"the {claim.speedup_statistic} speedup")
+        compared.append(replace(suite, drifts=False))
     if own_hardware:
         if claim.latency_ns and measured.latency:
             compared.append(_latency_compared(claim.latency_ns, measured.latency, "the median latency"))
@@ -435,7 +458,10 @@ def _matched_cases(
 def _every_figure_verdict(compared: list[_Compared], tolerance: float, measured: Measured) -> Verdict:
     """Reproduced only where every figure is; not reproduced where any is refuted (the one furthest from its
     claim is named); else inconclusive. The reason says which figures the verdict covers."""
-    decided = [(figure, _timing_verdict(figure, tolerance, measured)) for figure in compared]
+    # A figure the host's drift moves is left to that drift only beside the suite's speedup, which the pairs
+    # protect from it, reproduced within the tolerance: a run that reports a latency alone is held to the tolerance.
+    anchored = any(not figure.drifts for figure in compared)
+    decided = [(figure, _timing_verdict(figure, tolerance, measured, anchored)) for figure in compared]
     covers = f"the verdict covers {_covered_figures(compared)}"
     refuted = [(figure, said) for figure, said in decided if said.level == NOT_REPRODUCED]
     if refuted:
@@ -446,7 +472,19 @@ def _every_figure_verdict(compared: list[_Compared], tolerance: float, measured:
     if undecided:
         retry = any(said.retry for said in undecided)
         return Verdict(INCONCLUSIVE, f"{undecided[0].reason}; {covers}", tolerance, retry=retry)
-    return Verdict(REPRODUCED, f"{decided[0][1].reason}; {covers}", tolerance)
+    drifted = [said.reason for figure, said in decided if not _meets_tolerance(figure, tolerance)]
+    loose = f"{len(drifted)} within the host's drift only, the first: {drifted[0]}" if drifted else ""
+    return Verdict(REPRODUCED, "; ".join(filter(None, (decided[0][1].reason, loose, covers))), tolerance)
+
+
+def ranked_latency(reported_ns: float | None, rerun_ns: float | None, level: str, tolerance: float) -> float | None:
+    """The latency a run is ranked by: the one it reported, unless the rerun that decided it reproduced it and
+    measured its latency slower than reported beyond the tolerance (left to the host's drift, HOST_DRIFT): then
+    the rerun's own figure, better known than a claim no rerun held to the tolerance. A run not reproduced is
+    ranked after the others anyway; an inconclusive rerun knows nothing better."""
+    if level != REPRODUCED or not reported_ns or not rerun_ns or rerun_ns <= reported_ns * (1 + tolerance):
+        return reported_ns
+    return rerun_ns
 
 
 def _covered_figures(compared: list[_Compared]) -> str:
@@ -461,10 +499,10 @@ def _covered_figures(compared: list[_Compared]) -> str:
     return ", ".join(suite[:-1]) + (" and " if len(suite) > 1 else "") + suite[-1]
 
 
-def _timing_verdict(compared: _Compared, tolerance: float, measured: Measured) -> Verdict:
+def _timing_verdict(compared: _Compared, tolerance: float, measured: Measured, anchored: bool) -> Verdict:
     slowdown = compared.slowdown
     meets = 1 + tolerance
-    run_to_run = measured.run_to_run
+    run_to_run = compared.spread(measured)
     if slowdown.low > meets * run_to_run:
         said = (
             f"every case passed, but {compared.describe} is {compared.ratio_text}: slower than claimed beyond "
@@ -479,6 +517,29 @@ def _timing_verdict(compared: _Compared, tolerance: float, measured: Measured) -
             f"its 95 % interval (±{compared.measured.spread:.0%}) is no excuse: the kernel's own noise is its own"
         )
         return Verdict(NOT_REPRODUCED, said, tolerance)
+    if _meets_tolerance(compared, tolerance) or not (compared.drifts and anchored):
+        return _tolerance_verdict(compared, tolerance, measured)
+    said = (
+        f"every case passed; {compared.describe} is {compared.ratio_text}: beyond ±{tolerance:.0%}, but within the "
+        f"{run_to_run:g}× a shared host's speed drifts by between moments, which one rerun cannot tell from the "
+        "moment the claim was measured at"
+    )
+    return Verdict(REPRODUCED, said, tolerance)
+
+
+def _meets_tolerance(compared: _Compared, tolerance: float) -> bool:
+    """As fast as claimed within the tolerance: even the slow end of the interval, or the median with an interval
+    no wider than the tolerance."""
+    slowdown = compared.slowdown
+    narrow = compared.measured.spread <= tolerance
+    return slowdown.high <= 1 + tolerance or (slowdown.median <= 1 + tolerance and narrow)
+
+
+def _tolerance_verdict(compared: _Compared, tolerance: float, measured: Measured) -> Verdict:
+    """A figure neither refuted nor left to the host's drift: reproduced within the tolerance, or undecided."""
+    slowdown = compared.slowdown
+    meets = 1 + tolerance
+    run_to_run = compared.spread(measured)
     if slowdown.high <= meets:
         # Even the slow end of the interval meets the claim.
         said = (

@@ -83,6 +83,7 @@ RUN_INDEX_FIELDS = [
     "status",
     "primary_statistic",
     "latency_ns",
+    "reported_latency_ns",
     "source_score",
     "source_rank",
     "on_public_board",
@@ -486,6 +487,7 @@ class UnitImporter:
             run.status,
             run.primary_statistic,
             run.latency_ns,
+            None,  # a version's reported latency is its own until a rerun decides it (verification.reruns)
             run.source_score,
             None,  # the source rank is set once the whole file is in
             run.on_public_board,

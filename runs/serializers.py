@@ -52,6 +52,9 @@ def run_summary(run: Run, position: int | None = None) -> dict[str, Any]:
         "evidence": run.evidence,
         "primaryStatistic": run.primary_statistic,
         "latencyNs": run.latency_ns,
+        # Where a rerun that reproduced the run measured it slower beyond the tolerance: latencyNs is the rerun's
+        # (the figure the run is ranked by) and this the one it reported (records.rerun.ranked_latency).
+        "reportedLatencyNs": run.reported_latency_ns,
         "sourceScore": run.source_score,
         # A reported time below the physics floor: the run is ranked after the others (records.floor).
         "fasterThanFloor": run.faster_than_floor,

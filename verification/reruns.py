@@ -42,6 +42,7 @@ from records.rerun import (
     Verdict,
     judged_by,
     measured_from_result,
+    ranked_latency,
     reported_claim,
     rerun_manifest,
     verdict,
@@ -409,7 +410,7 @@ def judge(request: RerunRequest, run: Run, measured: Any) -> Verdict:
     """The evidence rule (records.rerun.verdict) on one rerun: the claim of the run version that was rerun,
     the tolerance of today's settings, and whether the rerun ran on the run's own hardware class."""
     reported = document_value(request.run_digest) or document_value(run.digest) or {}
-    claim = reported_claim(reported.get("spec") or {}, run.latency_ns)
+    claim = reported_claim(reported.get("spec") or {}, run.reported_latency)
     own_hardware = request.hardware == run_hardware_class(run)
     return verdict(claim, measured, settings.RERUN_TOLERANCE, own_hardware=own_hardware)
 
@@ -475,6 +476,7 @@ def refresh_evidence(run: Run) -> EvidenceChange | None:
     decided = quorum.standing_of(standing)
     level = decided.quorum.level
     decider = decided.decider or next(iter(standing), None)
+    _rank_by_what_decided(run, decider, level)
     if decider is None or level == run.evidence:
         return None
     change = EvidenceChange.objects.create(
@@ -492,6 +494,21 @@ def refresh_evidence(run: Run) -> EvidenceChange | None:
     run.refresh_from_db(fields=RUN_COUNTERS)
     refresh_group_figures([run.group_id])
     return change
+
+
+def _rank_by_what_decided(run: Run, decider: RerunRequest | None, level: str) -> None:
+    """The latency the run is ranked by (records.rerun.ranked_latency): the rerun's that reproduced it where its
+    reported one was beyond the tolerance of it, else the reported one; its group's figures follow."""
+    reported = run.reported_latency
+    rerun_ns = decider.result_run.latency_ns if decider is not None and decider.result_run else None
+    tolerance = settings.RERUN_TOLERANCE if decider is None or decider.tolerance is None else decider.tolerance
+    latency = ranked_latency(reported, rerun_ns, level, tolerance)
+    kept = reported if latency != reported else None
+    if (latency, kept) == (run.latency_ns, run.reported_latency_ns):
+        return
+    Run.objects.filter(pk=run.pk).update(latency_ns=latency, reported_latency_ns=kept)
+    run.latency_ns, run.reported_latency_ns = latency, kept
+    refresh_group_figures([run.group_id])
 
 
 @dataclass

@@ -90,7 +90,7 @@ def rerun_row(request: RerunRequest, result_run: dict[str, Any] | None, run: Run
     verified = None if request.attestation is None else attested is not None and attested.shows(shown_digest)
     result = result_run["spec"] if result_run and verified is not False else None
     counts = request.hardware == own_class and (request.attestation is None or attested is not None)
-    return RerunRow(request, result, run.latency_ns, counts, verified)
+    return RerunRow(request, result, run.reported_latency, counts, verified)
 
 
 def live_hardware_classes() -> dict[str, int]:

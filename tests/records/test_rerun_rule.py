@@ -9,6 +9,7 @@ import pytest
 from records.manifest import manifest_item
 from records.rerun import (
     CPU_TIME_CLOCK,
+    HOST_DRIFT,
     INCONCLUSIVE,
     LATENCY_CLOCK,
     NOT_REPRODUCED,
@@ -20,6 +21,7 @@ from records.rerun import (
     Verdict,
     measured_from_result,
     measured_from_run,
+    ranked_latency,
     reported_claim,
     rerun_manifest,
     verdict,
@@ -89,6 +91,73 @@ def test_on_its_own_hardware_a_latency_the_rerun_refutes_convicts_beside_an_hone
     assert reproduced.reason.endswith(
         "the verdict covers the geomean speedup over the reference, the median latency and 2 cases' latency and speedup"
     )
+
+
+def honest_speedups_beside(latency_ns: float, case_speedup: float = 1.6) -> tuple[Claim, dict[str, Any]]:
+    """A run claiming 1000 ns and speedups of 1.6 and 1.45 per case, and a quiet rerun that measures those
+    speedups within a narrow interval but its latencies at `latency_ns` (and case 1's speedup at `case_speedup`)."""
+    spec = {
+        "cases": [
+            {"workload": "c0", "status": "passed", "latencyNs": 1000.0, "referenceLatencyNs": 1600.0, "speedup": 1.6},
+            {"workload": "c1", "status": "passed", "latencyNs": 1000.0, "referenceLatencyNs": 1450.0, "speedup": 1.45},
+        ]
+    }
+    low = case_speedup * 0.97
+    measured = speedup_result([(case_speedup, low, case_speedup * 1.03), (1.45, 1.41, 1.49)], host_busy=0.02)
+    spread = (latency_ns * 0.97, latency_ns * 1.03)
+    measured["latency"] = {**measured["latency"], "median_ns": latency_ns, "ci95_ns": list(spread)}
+    for case in measured["cases"]:
+        case["latency"] = measured["latency"]
+    return reported_claim(spec, latency_ns=1000.0), measured
+
+
+def test_a_latency_the_hosts_drift_explains_is_left_to_it_beside_a_reproduced_speedup() -> None:
+    # Rule 9: a latency has no reference beside it to cancel the host's speed, which on a shared host drifts
+    # between moments by up to HOST_DRIFT; 1.5x slower than a claim measured at a fast moment is that drift.
+    claim, measured = honest_speedups_beside(latency_ns=1500.0)
+    decided = decide(claim, measured)
+    assert decided.level == REPRODUCED
+    assert "3 within the host's drift only" in decided.reason
+    assert "the median latency is 1.50× the reported figure: beyond ±10%" in decided.reason
+    # Beyond the drift, on the median, it is refuted, however well the speedups hold.
+    beyond = 1000.0 * HOST_DRIFT * 1.1 * 1.05
+    claim, measured = honest_speedups_beside(latency_ns=beyond)
+    refuted = decide(claim, measured)
+    assert refuted.level == NOT_REPRODUCED
+    assert "the median latency is 2.31× the reported figure" in refuted.reason
+
+
+def test_a_cases_speedup_is_left_to_the_drift_but_the_suites_is_not() -> None:
+    claim, measured = honest_speedups_beside(latency_ns=1000.0, case_speedup=1.6 / 1.4)
+    # Case 1's speedup 1.4 times below its claim, the suite's geometric mean 1.18 times: the suite's speedup,
+    # which the pairs and the mean over cases protect from the drift, is held to the quiet spread.
+    decided = decide(claim, measured)
+    assert decided.level == INCONCLUSIVE
+    assert decided.reason.startswith("every case passed; the geomean speedup over the reference is 1.29×")
+    # With the suite's speedup as claimed, a case 1.4 times below its own claim is the drift's.
+    suite_as_claimed = Claim(claim.latency_ns, (1.6 / 1.4 * 1.45) ** 0.5, "geomean", claim.cases)
+    assert decide(suite_as_claimed, measured).level == REPRODUCED
+    # And a case 3 times below its claim is refuted.
+    claim, measured = honest_speedups_beside(latency_ns=1000.0, case_speedup=1.6 / 3)
+    assert decide(Claim(claim.latency_ns, 1.6 / 3 * 1.45, "geomean", claim.cases), measured).level == NOT_REPRODUCED
+
+
+def test_a_run_reporting_a_latency_alone_is_held_to_the_tolerance() -> None:
+    # Nothing paired anchors it: the drift makes a latency-only claim undecided, never reproduced.
+    slower = decide(Claim(1000.0), result(median=1500.0, interval=(1480.0, 1520.0)))
+    assert (slower.level, slower.retry) == (INCONCLUSIVE, True)
+    assert decide(Claim(1000.0), result(median=1050.0, interval=(1040.0, 1060.0))).level == REPRODUCED
+    assert decide(Claim(1000.0), result(median=2500.0, interval=(2480.0, 2520.0))).level == NOT_REPRODUCED
+
+
+def test_a_reproduced_run_is_ranked_by_the_reruns_latency_where_it_reported_one_beyond_the_tolerance() -> None:
+    assert ranked_latency(1000.0, 1500.0, REPRODUCED, 0.10) == 1500.0
+    # Within the tolerance, faster than reported, or decided otherwise: what it reported.
+    assert ranked_latency(1000.0, 1090.0, REPRODUCED, 0.10) == 1000.0
+    assert ranked_latency(1000.0, 800.0, REPRODUCED, 0.10) == 1000.0
+    assert ranked_latency(1000.0, 1500.0, INCONCLUSIVE, 0.10) == 1000.0
+    assert ranked_latency(1000.0, 1500.0, NOT_REPRODUCED, 0.10) == 1000.0
+    assert ranked_latency(1000.0, None, REPRODUCED, 0.10) == 1000.0
 
 
 def test_one_case_claimed_faster_than_it_runs_convicts_however_the_suite_reads() -> None:
