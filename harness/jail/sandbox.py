@@ -703,6 +703,11 @@ def _watch(
         for key in list(selector.get_map().values()):
             os.close(key.fd)
         selector.close()
+        if kernel_group is not None and judge.popen.poll() is not None:
+            # A judge that ended without telling the kernel's process to exit (killed, or stopped) may have left it
+            # frozen, and a frozen process takes no signal until it is thawed.
+            with contextlib.suppress(OSError):
+                kernel_group.thaw()
         with contextlib.suppress(subprocess.TimeoutExpired):
             # Normally gone already (it was told to exit, or it died and the judge saw its pipe close).
             outcome.kernel_returncode = kernel.popen.wait(timeout=1)

@@ -65,7 +65,6 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     import torch
 
-    from harness.judge.case import CaseJudge
     from harness.judge.served import KernelFault, ServedLink
 
     device = job["device"]
@@ -88,6 +87,28 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
     except KernelFault as fault:
         reporter.send("fatal", status="HARNESS_ERROR", reason=f"starting the served processes: {fault.reason}")
         return
+    try:
+        _judge_served(job, reporter, reference_run, entrypoint, kernel, served_reference)
+    finally:
+        # Thawed and told to exit however the judging ended: a frozen process takes no signal, SIGKILL included,
+        # and the evaluation's parent would wait seconds for a served process that failed to load to die.
+        kernel.exit()
+        served_reference.exit()
+
+
+def _judge_served(
+    job: Mapping[str, Any],
+    reporter: Reporter,
+    reference_run: Any,
+    entrypoint: Any,
+    kernel: ServedLink,
+    served_reference: ServedLink,
+) -> None:
+    """The served processes calibrated, the solution and the reference loaded, then every case judged."""
+    from harness.judge.case import CaseJudge
+    from harness.judge.served import KernelFault
+
+    device = job["device"]
     try:
         # Before anything is loaded, each side's own cost of a request, which nothing of the solution's inflates:
         # a fault here is the harness's own.
@@ -121,8 +142,6 @@ def judge(job: Mapping[str, Any], job_dir: Path, reporter: Reporter, descriptors
         reporter.send("case", **result)
         if result.get("stop"):
             return
-    kernel.exit()
-    served_reference.exit()
 
 
 def load_reference(path: Path) -> types.ModuleType:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -301,25 +303,46 @@ def test_a_case_larger_than_the_hosts_memory_is_refused_before_anything_is_alloc
     assert time.monotonic() - started < 30
 
 
+def _groups_of(evaluator: int) -> list[Path]:
+    """The cgroups (either hierarchy) of the evaluating process `evaluator`."""
+    return list(cgroups.CGROUP_ROOT.glob(f"*/{cgroups.PARENT_NAME}/evaluation-{evaluator}-*"))
+
+
+def _processes_in(folder: Path) -> set[int]:
+    return {int(pid) for pid in (folder / "cgroup.procs").read_text().split()}
+
+
+def _is_frozen(folder: Path) -> bool:
+    state, flag = folder / "freezer.state", folder / "cgroup.freeze"
+    return (state.exists() and state.read_text().strip() == "FROZEN") or (
+        flag.exists() and flag.read_text().strip() == "1"
+    )
+
+
 def _frozen_groups_of(evaluator: int) -> list[Path]:
-    """The cgroups (either hierarchy) of the evaluating process `evaluator` that hold frozen processes now."""
-    frozen = []
-    for folder in cgroups.CGROUP_ROOT.glob(f"*/{cgroups.PARENT_NAME}/evaluation-{evaluator}-*"):
-        state = folder / "freezer.state"
-        flag = folder / "cgroup.freeze"
-        is_frozen = state.exists() and state.read_text().strip() == "FROZEN"
-        is_frozen |= flag.exists() and flag.read_text().strip() == "1"
-        if is_frozen and (folder / "cgroup.procs").read_text().split():
-            frozen.append(folder)
-    return frozen
+    """The groups of `evaluator` that hold frozen processes now."""
+    return [folder for folder in _groups_of(evaluator) if _is_frozen(folder) and _processes_in(folder)]
+
+
+def _steadily_frozen_groups_of(evaluator: int, within: float) -> list[Path]:
+    """The groups frozen in two looks a second apart: the reference's while the kernel loops in its first checked
+    call, not one the judge freezes for a moment as it calibrates."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        first = set(_frozen_groups_of(evaluator))
+        time.sleep(1)
+        if steady := sorted(first & set(_frozen_groups_of(evaluator))):
+            return steady
+    return []
 
 
 def test_what_a_killed_evaluation_left_frozen_is_freed_by_the_next_even_one_refused_up_front(
     add_problem: Problem, tmp_path: Path
 ) -> None:
-    # A rerun worker kills a harness that overruns its deadline (harness.worker). The processes it served, frozen
-    # between requests, do not die with it (a frozen process's SIGKILL waits for a thaw) and keep their memory.
-    # The next evaluation frees them before it counts the memory the host has, so it is not refused for theirs.
+    # A rerun worker kills a harness that overruns its deadline (harness.worker), and with it the judge, which has
+    # no time to tell what it served to exit. The processes it served, frozen between requests, do not die with it
+    # (a frozen process's SIGKILL waits for a thaw) and keep their memory. The next evaluation frees them before it
+    # counts the memory the host has, so it is not refused for theirs.
     solution = write_solution(tmp_path / "s", LOOPS_FOREVER)
     command = [sys.executable, "-m", "harness", "run", "--timeout", "120", "--warmup", "1", "--iterations", "3"]
     command += ["--definition", str(add_problem.definition), "--workload", str(add_problem.workload)]
@@ -327,15 +350,18 @@ def test_what_a_killed_evaluation_left_frozen_is_freed_by_the_next_even_one_refu
         [*command, "--solution", str(solution)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        deadline = time.monotonic() + 60
-        # The kernel loops in its first checked call; the reference's process is frozen meanwhile.
-        while not (left := _frozen_groups_of(harness.pid)) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        left = _steadily_frozen_groups_of(harness.pid, within=60)
+        spared = set().union(*(_processes_in(folder) for folder in left))
+        # Everything else the evaluation started (the judge first), killed at once: a judge that outlived its
+        # parent for a moment would tell the frozen processes to exit, and no leftover would be made.
+        for pid in set().union(*(_processes_in(folder) for folder in _groups_of(harness.pid))) - spared:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     finally:
         harness.kill()
         harness.wait()
     time.sleep(1)
-    assert [folder for folder in left if (folder / "cgroup.procs").read_text().split()], "nothing was left frozen"
+    assert [folder for folder in left if _processes_in(folder)], "nothing was left frozen"
 
     huge = widen_problem(tmp_path / "huge", 2**31)
     result = run_harness(huge, write_solution(tmp_path / "h", "def run(x, out):\n    pass\n", definition="widen_rows"))
