@@ -143,12 +143,13 @@ def wait_until(started: Started, ready: str, check: object, within: float = STAR
     pytest.fail(f"make run: not {ready} within {within:.0f} s:\n{started.output()}")
 
 
-@pytest.fixture
-def make_run(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Started]:
-    """`make run`, the verification policy off unless the test asks for "policy" (indirect parametrisation)."""
+@contextlib.contextmanager
+def started_make_run(folder: Path, policy: bool, **settings: str) -> Iterator[Started]:
+    """`make run` in `folder`, the verification policy on or off, with these settings; whatever is left of it is
+    killed at the end."""
     if sys.platform != "linux":
         pytest.skip("reads the process table from /proc")
-    port, var, log = free_port(), tmp_path / "var", tmp_path / "make-run.log"
+    port, var, log = free_port(), folder / "var", folder / "make-run.log"
     environment = {name: value for name, value in os.environ.items() if name not in NOT_INHERITED}
     # Beats often enough to see the workers live soon, not so often that two workers' beats queue up ahead of a
     # rerun's own messages on the filesystem broker, which the web tier's worker reads a file at a time.
@@ -156,8 +157,8 @@ def make_run(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Started
     # The demo's committed claims (class cpu, served by a worker told so) rather than minutes of measuring them
     # here (tests/demo/test_local.py measures); and, unless asked for, no verification policy taking the workers
     # first (tests/runs/test_verification_policy.py).
-    policy = "true" if getattr(request, "param", "") == "policy" else "false"
-    environment |= {"KERNELINDEX_HARDWARE_CLASS": "cpu", "VERIFICATION_POLICY": policy}
+    environment |= {"KERNELINDEX_HARDWARE_CLASS": "cpu", "VERIFICATION_POLICY": "true" if policy else "false"}
+    environment |= settings
     # VENV=the environment these tests run in, so make installs nothing; DATA=a small import.
     command = ["make", "--no-print-directory", "run", f"PORT={port}", f"VENV={sys.prefix}", f"DATA={DATA}"]
     command.append("DEMO_CLAIMS=committed")
@@ -173,9 +174,8 @@ def make_run(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Started
             start_new_session=True,
             preexec_fn=stop_with_this_process,
         )
-    started = Started(make, port, var, log)
     try:
-        yield started
+        yield Started(make, port, var, log)
     finally:
         # Whatever a failed test left behind.
         for pid in tree_of(make.pid):
@@ -185,41 +185,20 @@ def make_run(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Started
             make.wait(timeout=10)
 
 
-def test_ctrl_c_stops_the_server_and_the_worker_within_seconds(make_run: Started) -> None:
-    wait_until(make_run, "serving", lambda: make_run.get("/healthz")[0] == 200)
-    wait_until(make_run, "running its worker", lambda: worker_is_live(make_run.var))
-    running = tree_of(make_run.make.pid)
-    commands = {pid: command_line(pid) for pid in running}
-    assert any("celery" in line and "worker" in line for line in commands.values()), commands
-    assert any("runserver" in line for line in commands.values()), commands
-    # As many rerun workers as the quorum for the top asks agreeing reruns (2), each with a key of its own.
-    keys = {line.split("--key ")[1].split()[0] for line in commands.values() if "harness.worker" in line}
-    assert len(keys) == 2, commands
-
-    os.killpg(make_run.make.pid, signal.SIGINT)  # Ctrl-C in the terminal
-    deadline = time.monotonic() + STOP_WITHIN
-    left = running
-    while time.monotonic() < deadline:
-        make_run.make.poll()  # reaps make itself, once it exits
-        left = {pid for pid in running if pid in processes()}
-        if not left:
-            break
-        time.sleep(0.1)
-    assert not left, "still running after Ctrl-C:\n" + "\n".join(f"{pid}: {commands[pid]}" for pid in sorted(left))
-    assert make_run.make.wait(timeout=1) != -signal.SIGSEGV, make_run.output()
-    assert "Segmentation fault" not in make_run.output()
+@pytest.fixture(scope="module")
+def make_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Started]:
+    """One `make run`, the policy off, for the tests below in the order they are written: each start takes half a
+    minute, and only the last one, Ctrl-C, ends it."""
+    with started_make_run(tmp_path_factory.mktemp("make-run"), policy=False) as started:
+        yield started
 
 
-def test_permalinks_and_citations_name_the_port_it_serves_on(make_run: Started) -> None:
-    wait_until(make_run, "serving", lambda: make_run.get("/healthz")[0] == 200)
-    status, home = make_run.get("/")
-    assert status == 200
-    link = RUN_LINK.search(home)
-    assert link is not None, home[:2000]
-    status, page = make_run.get(f"/runs/{link.group(1)}")
-    assert status == 200
-    assert f"http://127.0.0.1:{make_run.port}/runs/{link.group(1)}" in page
-    assert "127.0.0.1:8000" not in page
+@pytest.fixture
+def policy_run(tmp_path: Path) -> Iterator[Started]:
+    """`make run` with the policy on. One attempt a rerun: what is checked is the policy's order and budget, and a
+    committed claim this CPU does not meet would be retried, inconclusive, for two minutes more."""
+    with started_make_run(tmp_path, policy=True, RERUN_MAX_ATTEMPTS="1") as started:
+        yield started
 
 
 def test_a_rerun_asked_for_as_it_starts_serving_is_taken_within_seconds(make_run: Started) -> None:
@@ -252,24 +231,60 @@ def test_a_rerun_asked_for_as_it_starts_serving_is_taken_within_seconds(make_run
     assert started is not None, f"not started {RERUN_STARTS_WITHIN:.0f} s after it was asked for:\n{make_run.output()}"
 
 
-@pytest.mark.parametrize("make_run", ["policy"], indirect=True)
-def test_with_no_moderator_the_policy_reruns_the_demo_top_ranks_first(make_run: Started) -> None:
+def test_permalinks_and_citations_name_the_port_it_serves_on(make_run: Started) -> None:
+    wait_until(make_run, "serving", lambda: make_run.get("/healthz")[0] == 200)
+    status, home = make_run.get("/")
+    assert status == 200
+    link = RUN_LINK.search(home)
+    assert link is not None, home[:2000]
+    status, page = make_run.get(f"/runs/{link.group(1)}")
+    assert status == 200
+    assert f"http://127.0.0.1:{make_run.port}/runs/{link.group(1)}" in page
+    assert "127.0.0.1:8000" not in page
+
+
+def test_ctrl_c_stops_the_server_and_the_worker_within_seconds(make_run: Started) -> None:
+    wait_until(make_run, "serving", lambda: make_run.get("/healthz")[0] == 200)
+    wait_until(make_run, "running its worker", lambda: worker_is_live(make_run.var))
+    running = tree_of(make_run.make.pid)
+    commands = {pid: command_line(pid) for pid in running}
+    assert any("celery" in line and "worker" in line for line in commands.values()), commands
+    assert any("runserver" in line for line in commands.values()), commands
+    # As many rerun workers as the quorum for the top asks agreeing reruns (2), each with a key of its own.
+    keys = {line.split("--key ")[1].split()[0] for line in commands.values() if "harness.worker" in line}
+    assert len(keys) == 2, commands
+
+    os.killpg(make_run.make.pid, signal.SIGINT)  # Ctrl-C in the terminal
+    deadline = time.monotonic() + STOP_WITHIN
+    left = running
+    while time.monotonic() < deadline:
+        make_run.make.poll()  # reaps make itself, once it exits
+        left = {pid for pid in running if pid in processes()}
+        if not left:
+            break
+        time.sleep(0.1)
+    assert not left, "still running after Ctrl-C:\n" + "\n".join(f"{pid}: {commands[pid]}" for pid in sorted(left))
+    assert make_run.make.wait(timeout=1) != -signal.SIGSEGV, make_run.output()
+    assert "Segmentation fault" not in make_run.output()
+
+
+def test_with_no_moderator_the_policy_reruns_the_demo_top_ranks_first(policy_run: Started) -> None:
     """Issue 44: on a fresh `make run` the verification policy starts at once, one rerun at a time, a run that holds
     or would take #1 of its group first (and a #1's quorum rerun by the other local worker), and /verification
     shows the order, the budget and what ran. The first two verdicts are waited for, not all: each takes a while."""
-    wait_until(make_run, "serving", lambda: make_run.get("/healthz")[0] == 200)
-    wait_until(make_run, "verifying", lambda: len(verification(make_run)["ranToday"]) >= 2, VERIFIED_WITHIN)
+    wait_until(policy_run, "serving", lambda: policy_run.get("/healthz")[0] == 200)
+    wait_until(policy_run, "verifying", lambda: len(verification(policy_run)["ranToday"]) >= 2, VERIFIED_WITHIN)
 
-    shown = verification(make_run)
+    shown = verification(policy_run)
     ran = sorted(shown["ranToday"], key=lambda rerun: rerun["rerun"])[:2]
     assert all(rerun["byPolicy"] for rerun in ran), ran
     for rerun in ran:
-        twin = json.loads(make_run.get(f"/runs/{rerun['runId']}.json")[1])
+        twin = json.loads(policy_run.get(f"/runs/{rerun['runId']}.json")[1])
         (reason,) = [listed["reason"] for listed in twin["reruns"] if listed["id"] == rerun["rerun"]]
         assert reason.startswith("verification policy: ") and "#1 of" in reason, reason
     (cpu,) = shown["classes"]
     assert cpu["maxInFlight"] == 1 and cpu["spentSeconds"] > 0 and cpu["leftSeconds"] < cpu["budgetSeconds"]
-    status, page = make_run.get("/verification")
+    status, page = policy_run.get("/verification")
     assert status == 200 and "Ran today" in page and "budget today" in page
 
 
