@@ -64,7 +64,8 @@ def _canonical(value: Any) -> str:
 
 
 def evidence_changes(run: Run) -> list[Any]:
-    """Every change of the run's evidence level, oldest first, each with the rerun that made it: verification's
+    """Every change of the run's evidence level, oldest first, each with the rerun that made it (or the version no
+    rerun checked, which took it back to "reported"): verification's
     EvidenceChange rows, read through the reverse relation Django gives the run (runs never imports verification)."""
     changes = run.evidence_changes.select_related("rerun", "rerun__result_run")
     return list(changes.order_by("changed_at", "id"))
@@ -123,7 +124,9 @@ def history_json(context: dict[str, Any]) -> dict[str, Any]:
                 "from": change.previous,
                 "to": change.evidence,
                 "rerun": change.rerun_id,
-                "rerunRun": change.rerun.result_run.run_id if change.rerun.result_run else None,
+                "rerunRun": change.rerun.result_run.run_id if change.rerun and change.rerun.result_run else None,
+                # Without a rerun: the run's version that nothing checked, which took it back to "reported".
+                "version": change.version or None,
                 "rule": change.rule_label,
             }
             for change in context["evidence_changes"]

@@ -18,6 +18,7 @@ from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Q
+from django.dispatch import Signal
 from django.utils import timezone
 
 from records.canonical import digest
@@ -92,6 +93,9 @@ RUN_INDEX_FIELDS = [
 DOCUMENTS = BulkInserter(Document, ["digest", "kind", "name", "canonical"], ignore_conflicts=True)
 RUNS = BulkInserter(Run, ["run_id", "source", "external_id", *RUN_INDEX_FIELDS])
 VERSIONS = BulkInserter(RunVersion, ["run_id", "digest", "declared_digests", "import_log_id", "source_line"])
+# Sent inside an import's transaction with `run_pks`, the stored runs it gave a new version (never new runs): the
+# evidence a rerun gave an earlier version does not cover the new one's figures (verification.reruns listens).
+versions_added = Signal()
 
 
 @dataclass
@@ -463,6 +467,7 @@ class UnitImporter:
         self._add_versions((run_pk, indexed) for indexed, run_pk in changed)
         refresh_version_counts(runs)  # a new run's one version is the field's default
         self.result.updated += len(changed)
+        versions_added.send(sender=UnitImporter, run_pks=list(runs))
 
     def _index_values(self, run: RunSummary) -> tuple[Any, ...]:
         """The index fields of a run's current version (RUN_INDEX_FIELDS)."""

@@ -29,7 +29,7 @@ from runs.dump_sections import (
     timestamp,
 )
 from runs.figures import refresh_group_figures
-from runs.models import Run
+from runs.models import Run, RunVersion
 from verification.figures import refresh_run_counters
 from verification.models import EvidenceChange, RerunAttestation, RerunRequest, WorkerKey
 from verification.reruns import judge, refresh_evidence
@@ -381,6 +381,7 @@ def evidence_lines() -> Iterator[str]:
                         "from": change.previous,
                         "to": change.evidence,
                         "rerun": change.rerun_id,
+                        "version": change.version or None,
                         "ruleVersion": change.rule_version,
                         "tolerance": change.tolerance,
                     }
@@ -418,7 +419,8 @@ def apply_evidence(batch: SectionBatch) -> None:
                 run_id=pk,
                 previous=change.previous,
                 evidence=change.to,
-                rerun_id=importing.reruns[change.rerun][0],
+                rerun_id=importing.reruns[change.rerun][0] if change.rerun is not None else None,
+                version=change.version or "",
                 rule_version=change.ruleVersion,
                 tolerance=change.tolerance,
             )
@@ -438,11 +440,17 @@ def apply_evidence(batch: SectionBatch) -> None:
 
 
 def _check_history(batch: SectionBatch, item: SectionItem, line: dump_format.EvidenceLine, pk: int) -> None:
-    """Each change names a rerun of this run whose attestation counts, and the changes follow one another from
-    "reported" to the line's level."""
+    """Each change names a rerun of this run whose attestation counts, or, back to "reported", a version of this run
+    (a new one no rerun had checked); the changes follow one another from "reported" to the line's level."""
     importing = batch.importing
     level = Run.Evidence.REPORTED.value
     for index, change in enumerate(line.changes):
+        if change.previous != level:
+            raise batch.error(item, f"changes.{index}.from", f"{change.previous}, but the level was {level} then")
+        level = change.to
+        if change.rerun is None:
+            _check_version_change(batch, item, change, index, pk)
+            continue
         rerun = importing.reruns.get(change.rerun)
         if rerun is None or rerun[1] != pk:
             raise batch.error(item, f"changes.{index}.rerun", f"rerun #{change.rerun}, not a rerun of this run")
@@ -450,21 +458,31 @@ def _check_history(batch: SectionBatch, item: SectionItem, line: dump_format.Evi
         if counted is None or counted.attested.result is None:
             said = f"rerun #{change.rerun}, which no attested figures decided: it moves no evidence"
             raise batch.error(item, f"changes.{index}.rerun", said)
-        if change.previous != level:
-            raise batch.error(item, f"changes.{index}.from", f"{change.previous}, but the level was {level} then")
-        level = change.to
     if line.level != level:
         raise batch.error(item, "level", f"{line.level}, but its last change leaves it {level}")
+
+
+def _check_version_change(
+    batch: SectionBatch, item: SectionItem, change: dump_format.EvidenceChangeLine, index: int, pk: int
+) -> None:
+    """A change no rerun made takes the run back to "reported", and names one of the run's versions."""
+    if change.to != Run.Evidence.REPORTED:
+        raise batch.error(item, f"changes.{index}.rerun", f"none, but only a rerun moves a run to {change.to}")
+    if not change.version or not RunVersion.objects.filter(run_id=pk, digest=change.version).exists():
+        said = f"{change.version}, not a version of this run" if change.version else "none, and no rerun either"
+        raise batch.error(item, f"changes.{index}.version", said)
 
 
 def _check_levels(batch: SectionBatch, applied: dict[int, SectionItem]) -> None:
     """Each line's level is the one the evidence rule gives on the reruns that count
     (verification.reruns.refresh_evidence, which records a change where it differs). Where one of the run's
     reruns was decided again under this site's rule, that change stands, as `manage.py reevaluate` would record
-    it; elsewhere the line disagrees with its attestations, and the dump is refused."""
+    it, and so does a run taken back to "reported" because no rerun of its current version stands (a dump before
+    version 4 kept a rerun's level on the versions after the one it checked); elsewhere the line disagrees with its
+    attestations, and the dump is refused."""
     for run in Run.objects.filter(pk__in=list(applied)):
         change = refresh_evidence(run)
-        if change is not None and run.pk not in batch.importing.redecided:
+        if change is not None and change.rerun_id is not None and run.pk not in batch.importing.redecided:
             said = f"{change.previous}, but the reruns whose attestations count give {change.evidence}"
             raise batch.error(applied[run.pk], "level", said)
 
@@ -478,7 +496,7 @@ def settle_evidence(importing: SectionImport) -> None:
     pending = {run for _, run in importing.reruns.values()} - importing.evidence_lines
     for run in Run.objects.filter(pk__in=pending).order_by("pk"):
         change = refresh_evidence(run)
-        if change is None or run.pk in importing.left_out_evidence | importing.redecided:
+        if change is None or change.rerun_id is None or run.pk in importing.left_out_evidence | importing.redecided:
             continue
         path = Path(importing.checks.folder) / dump_format.EVIDENCE_FILE
         said = f"run {run.run_id} has no line, but the reruns whose attestations count give {change.evidence}"
@@ -491,8 +509,10 @@ EVIDENCE = DumpSection(
     count="evidence",
     readme="""each run whose evidence level is not "reported", or has
                       ever changed, by run id: its level and every change
-                      (time, from, to, the rerun number that made it, the
-                      rule's version and tolerance), oldest first""",
+                      (time, from, to, the rerun number that made it, or
+                      the run's version no rerun had checked that took it
+                      back to "reported", the rule's version and
+                      tolerance), oldest first""",
     lines=evidence_lines,
     apply=apply_evidence,
     finish=settle_evidence,

@@ -143,12 +143,18 @@ class RerunRequest(models.Model):
 
 
 class EvidenceChange(models.Model):
-    """Each time a rerun moved a run's evidence level; the history the run page shows."""
+    """Each move of a run's evidence level: by a rerun, or back to "reported" when nothing of the run's current
+    version stands (a new version no rerun has checked); the history the run page shows."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="evidence_changes")
     previous = models.CharField(max_length=16, choices=Run.Evidence.choices)
     evidence = models.CharField(max_length=16, choices=Run.Evidence.choices)
-    rerun = models.ForeignKey(RerunRequest, on_delete=models.CASCADE, related_name="evidence_changes")
+    # The rerun that moved it; none where nothing of the run's current version stood any more (a new version of the
+    # run, which no rerun has checked, took it back to "reported"): `version` names that version then.
+    rerun = models.ForeignKey(
+        RerunRequest, null=True, blank=True, on_delete=models.CASCADE, related_name="evidence_changes"
+    )
+    version = models.CharField(max_length=DIGEST_LENGTH, blank=True)
     changed_at = models.DateTimeField(auto_now_add=True)
     # The rule that made the change (records.rerun.RULE_VERSION) and its tolerance; empty before rule 2.
     rule_version = models.PositiveSmallIntegerField(null=True, blank=True)

@@ -1,8 +1,8 @@
 """The quorum for the top, read from the database: the votes a run's reruns cast (records/quorum.py decides).
 
 A vote is a conclusive rerun of the run on its own hardware class whose attestation still verifies, with the
-key that signed it and the host its attested environment names. The version voted on is the one the latest
-conclusive rerun reran (the evidence rule's: verification.reruns.refresh_evidence), so a quorum never mixes versions.
+key that signed it and the host its attested environment names. Only reruns of the run's current version vote
+(the evidence rule's: verification.reruns.refresh_evidence), so a quorum never mixes versions.
 Nothing here writes; verification.reruns applies the level, verification.quorum_policy asks for the missing reruns.
 """
 
@@ -74,9 +74,13 @@ def standing_of(reruns_newest_first: Sequence[RerunRequest]) -> Standing:
 
 
 def own_class_reruns(run: Run, hardware: str | None = None) -> list[RerunRequest]:
-    """The run's reruns with a result on its own class (or `hardware`), newest first."""
+    """The run's reruns of its current version with a result on its own class (or `hardware`), newest first."""
     own = RerunRequest.objects.filter(
-        run=run, hardware=hardware or run_hardware_class(run), result_run__isnull=False, verdict__gt=""
+        run=run,
+        run_digest=run.digest,
+        hardware=hardware or run_hardware_class(run),
+        result_run__isnull=False,
+        verdict__gt="",
     )
     return list(own.select_related("attestation__worker_key").order_by("-finished_at", "-id"))
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -410,9 +410,19 @@ def judge(request: RerunRequest, run: Run, measured: Any) -> Verdict:
     """The evidence rule (records.rerun.verdict) on one rerun: the claim of the run version that was rerun,
     the tolerance of today's settings, and whether the rerun ran on the run's own hardware class."""
     reported = document_value(request.run_digest) or document_value(run.digest) or {}
-    claim = reported_claim(reported.get("spec") or {}, run.reported_latency)
+    claim = reported_claim(reported.get("spec") or {}, _reported_latency(request, run, reported))
     own_hardware = request.hardware == run_hardware_class(run)
     return verdict(claim, measured, settings.RERUN_TOLERANCE, own_hardware=own_hardware)
+
+
+def _reported_latency(request: RerunRequest, run: Run, reported: Mapping[str, Any]) -> float | None:
+    """The latency the version that was rerun reports: the run's (kept where a rerun ranks it by its own), or, for
+    an earlier version, its document's figure of the run's primary statistic (records.summary reads it so)."""
+    if request.run_digest == run.digest:
+        return run.reported_latency
+    timing = (reported.get("spec") or {}).get("timing") or {}
+    latency = (timing.get("latencyNs") or {}).get(timing.get("primaryStatistic") or run.primary_statistic)
+    return float(latency) if isinstance(latency, (int, float)) and not isinstance(latency, bool) else None
 
 
 def retry_later(request: RerunRequest, attempt: int, decided: Verdict, attestation: RerunAttestation) -> None:
@@ -460,10 +470,13 @@ def record_failure(
 
 
 def refresh_evidence(run: Run) -> EvidenceChange | None:
-    """Apply the evidence rule: the conclusive reruns on the run's own hardware class whose attestations still
-    verify decide, as the quorum reads them (verification.quorum); with none (reevaluate may leave none), the run is
-    back to what its source reported."""
-    own = RerunRequest.objects.filter(run=run, hardware=run_hardware_class(run), result_run__isnull=False)
+    """Apply the evidence rule: the conclusive reruns of the run's current version on its own hardware class whose
+    attestations still verify decide, as the quorum reads them (verification.quorum). A rerun of an earlier version
+    checked figures the run no longer reports: with none of this version standing (a new version, or reevaluate
+    left none), the run is back to what its source reported."""
+    own = RerunRequest.objects.filter(
+        run=run, run_digest=run.digest, hardware=run_hardware_class(run), result_run__isnull=False
+    )
     standing = [
         request
         for request in own.select_related("attestation__worker_key").order_by("-finished_at", "-id")
@@ -477,16 +490,19 @@ def refresh_evidence(run: Run) -> EvidenceChange | None:
     level = decided.quorum.level
     decider = decided.decider or next(iter(standing), None)
     _rank_by_what_decided(run, decider, level)
-    if decider is None or level == run.evidence:
+    if level == run.evidence:
         return None
-    change = EvidenceChange.objects.create(
-        run=run,
-        previous=run.evidence,
-        evidence=level,
-        rerun=decider,
-        rule_version=decider.rule_version,
-        tolerance=decider.tolerance,
-    )
+    if decider is None:
+        change = EvidenceChange.objects.create(run=run, previous=run.evidence, evidence=level, version=run.digest)
+    else:
+        change = EvidenceChange.objects.create(
+            run=run,
+            previous=run.evidence,
+            evidence=level,
+            rerun=decider,
+            rule_version=decider.rule_version,
+            tolerance=decider.tolerance,
+        )
     Run.objects.filter(pk=run.pk).update(evidence=level, updated_at=timezone.now())
     run.evidence = level
     # A run not reproduced is ranked after the others: its group's figures change with its level.
@@ -494,6 +510,15 @@ def refresh_evidence(run: Run) -> EvidenceChange | None:
     run.refresh_from_db(fields=RUN_COUNTERS)
     refresh_group_figures([run.group_id])
     return change
+
+
+def refresh_evidence_of_new_versions(sender: object, run_pks: Iterable[int], **kwargs: object) -> None:
+    """After an import gave these runs new versions (runs.ingest.versions_added, which also set each one's latency
+    back to the one it reports): the evidence rule on each whose level a rerun had moved, which a rerun of an
+    earlier version decides no more."""
+    moved = Run.objects.filter(pk__in=list(run_pks)).exclude(evidence=Run.Evidence.REPORTED)
+    for run in moved.order_by("pk"):
+        refresh_evidence(run)
 
 
 def _rank_by_what_decided(run: Run, decider: RerunRequest | None, level: str) -> None:

@@ -37,6 +37,8 @@ class RerunRow:
     counts_for_evidence: bool
     # Whether its stored attestation verifies and signs the result run shown (None: a rerun with no attestation).
     attestation_verified: bool | None = None
+    # A rerun of a version the run has since replaced: it checked figures the run no longer reports.
+    of_earlier_version: bool = False
 
     @property
     def latency(self) -> dict[str, float]:
@@ -89,8 +91,9 @@ def rerun_row(request: RerunRequest, result_run: dict[str, Any] | None, run: Run
     shown_digest = request.result_run.digest if request.result_run else None
     verified = None if request.attestation is None else attested is not None and attested.shows(shown_digest)
     result = result_run["spec"] if result_run and verified is not False else None
-    counts = request.hardware == own_class and (request.attestation is None or attested is not None)
-    return RerunRow(request, result, run.reported_latency, counts, verified)
+    earlier = request.run_digest != run.digest
+    counts = request.hardware == own_class and not earlier and (request.attestation is None or attested is not None)
+    return RerunRow(request, result, run.reported_latency, counts, verified, earlier)
 
 
 def live_hardware_classes() -> dict[str, int]:

@@ -38,6 +38,8 @@ def evidence_json(run: Run, rule: str, history: list[EvidenceChange]) -> dict[st
                 "to": change.evidence,
                 "at": _timestamp(change.changed_at),
                 "rerun": change.rerun_id,
+                # Without a rerun: the run's version that nothing checked, which took it back to "reported".
+                "version": change.version or None,
                 "ruleVersion": change.rule_version,
                 "tolerance": change.tolerance,
             }

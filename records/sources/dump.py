@@ -88,9 +88,10 @@ from records.sources.base import (
 
 FORMAT = "kernelindex-dump"
 # Version 2 added the sections (reruns, evidence, notes, reports); version 3 the workers' keys and each rerun's
-# attestation. Older dumps still read; their reruns' results, which nothing attests, are left out.
-VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+# attestation; version 4 evidence changes that name a run's version, not a rerun. Older dumps still read; their
+# reruns' results, which nothing attests, are left out.
+VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
 MANIFEST_FILE = "manifest.json"
 README_FILE = "README.txt"
 DEFINITIONS_FILE = "definitions.jsonl.gz"
@@ -282,7 +283,10 @@ class EvidenceChangeLine(SourceRecord):
     # "from" is a Python keyword: the line spells it "from", the model "previous".
     previous: str = Field(alias="from", pattern=r"^(reported|reproduced|not_reproduced)$")
     to: str = Field(pattern=r"^(reported|reproduced|not_reproduced)$")
-    rerun: int = Field(ge=1)
+    # The rerun that made the change; from version 4 none where nothing of the run's version stood any more (a new
+    # version no rerun had checked): `version` names that version, and the change is back to "reported".
+    rerun: int | None = Field(ge=1)
+    version: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
     ruleVersion: int | None = Field(ge=0, le=32767)
     tolerance: float | None
 

@@ -107,7 +107,7 @@ def test_documents_are_canonical_lines_sorted_by_digest(tmp_path: Path) -> None:
     digests = ["sha256:" + hashlib.sha256(line.encode()).hexdigest() for line in lines]
     assert digests == sorted(Document.objects.values_list("digest", flat=True))
     manifest = json.loads(files["manifest.json"])
-    assert (manifest["format"], manifest["version"]) == ("kernelindex-dump", 3)
+    assert (manifest["format"], manifest["version"]) == ("kernelindex-dump", 4)
     sections = ["workers.jsonl.gz", "reruns.jsonl.gz", "evidence.jsonl.gz", "notes.jsonl.gz", "reports.jsonl.gz"]
     assert manifest["sections"] == sections
     assert manifest["counts"]["documents"] == len(lines)

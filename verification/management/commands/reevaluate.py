@@ -37,7 +37,8 @@ class Command(BaseCommand):
             unverified += outcome.unverified
             if (change := outcome.change) is not None:
                 moved += 1
-                self.stdout.write(f"run {run.run_id}: {change.previous} → {change.evidence} (rerun #{change.rerun_id})")
+                by = f"rerun #{change.rerun_id}" if change.rerun_id else f"no rerun of its version {change.version}"
+                self.stdout.write(f"run {run.run_id}: {change.previous} → {change.evidence} ({by})")
         if unattested:
             # Their figures were never signed by a worker: what a run says is no evidence, so they are left alone.
             self.stdout.write(f"{unattested} rerun(s) decided before attestations were kept: left as decided")
