@@ -187,9 +187,15 @@ def started_make_run(folder: Path, policy: bool, **settings: str) -> Iterator[St
 
 @pytest.fixture(scope="module")
 def make_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Started]:
-    """One `make run`, the policy off, for the tests below in the order they are written: each start takes half a
-    minute, and only the last one, Ctrl-C, ends it."""
+    """One `make run`, the policy off, for the tests that only read it: each start takes half a minute."""
     with started_make_run(tmp_path_factory.mktemp("make-run"), policy=False) as started:
+        yield started
+
+
+@pytest.fixture
+def own_make_run(tmp_path: Path) -> Iterator[Started]:
+    """A `make run` of the test's own, with no rerun in flight."""
+    with started_make_run(tmp_path, policy=False) as started:
         yield started
 
 
@@ -199,6 +205,31 @@ def policy_run(tmp_path: Path) -> Iterator[Started]:
     committed claim this CPU does not meet would be retried, inconclusive, for two minutes more."""
     with started_make_run(tmp_path, policy=True, RERUN_MAX_ATTEMPTS="1") as started:
         yield started
+
+
+def test_ctrl_c_stops_the_server_and_the_worker_within_seconds(own_make_run: Started) -> None:
+    wait_until(own_make_run, "serving", lambda: own_make_run.get("/healthz")[0] == 200)
+    wait_until(own_make_run, "running its worker", lambda: worker_is_live(own_make_run.var))
+    running = tree_of(own_make_run.make.pid)
+    commands = {pid: command_line(pid) for pid in running}
+    assert any("celery" in line and "worker" in line for line in commands.values()), commands
+    assert any("runserver" in line for line in commands.values()), commands
+    # As many rerun workers as the quorum for the top asks agreeing reruns (2), each with a key of its own.
+    keys = {line.split("--key ")[1].split()[0] for line in commands.values() if "harness.worker" in line}
+    assert len(keys) == 2, commands
+
+    os.killpg(own_make_run.make.pid, signal.SIGINT)  # Ctrl-C in the terminal
+    deadline = time.monotonic() + STOP_WITHIN
+    left = running
+    while time.monotonic() < deadline:
+        own_make_run.make.poll()  # reaps make itself, once it exits
+        left = {pid for pid in running if pid in processes()}
+        if not left:
+            break
+        time.sleep(0.1)
+    assert not left, "still running after Ctrl-C:\n" + "\n".join(f"{pid}: {commands[pid]}" for pid in sorted(left))
+    assert own_make_run.make.wait(timeout=1) != -signal.SIGSEGV, own_make_run.output()
+    assert "Segmentation fault" not in own_make_run.output()
 
 
 def test_a_rerun_asked_for_as_it_starts_serving_is_taken_within_seconds(make_run: Started) -> None:
@@ -241,31 +272,6 @@ def test_permalinks_and_citations_name_the_port_it_serves_on(make_run: Started) 
     assert status == 200
     assert f"http://127.0.0.1:{make_run.port}/runs/{link.group(1)}" in page
     assert "127.0.0.1:8000" not in page
-
-
-def test_ctrl_c_stops_the_server_and_the_worker_within_seconds(make_run: Started) -> None:
-    wait_until(make_run, "serving", lambda: make_run.get("/healthz")[0] == 200)
-    wait_until(make_run, "running its worker", lambda: worker_is_live(make_run.var))
-    running = tree_of(make_run.make.pid)
-    commands = {pid: command_line(pid) for pid in running}
-    assert any("celery" in line and "worker" in line for line in commands.values()), commands
-    assert any("runserver" in line for line in commands.values()), commands
-    # As many rerun workers as the quorum for the top asks agreeing reruns (2), each with a key of its own.
-    keys = {line.split("--key ")[1].split()[0] for line in commands.values() if "harness.worker" in line}
-    assert len(keys) == 2, commands
-
-    os.killpg(make_run.make.pid, signal.SIGINT)  # Ctrl-C in the terminal
-    deadline = time.monotonic() + STOP_WITHIN
-    left = running
-    while time.monotonic() < deadline:
-        make_run.make.poll()  # reaps make itself, once it exits
-        left = {pid for pid in running if pid in processes()}
-        if not left:
-            break
-        time.sleep(0.1)
-    assert not left, "still running after Ctrl-C:\n" + "\n".join(f"{pid}: {commands[pid]}" for pid in sorted(left))
-    assert make_run.make.wait(timeout=1) != -signal.SIGSEGV, make_run.output()
-    assert "Segmentation fault" not in make_run.output()
 
 
 def test_with_no_moderator_the_policy_reruns_the_demo_top_ranks_first(policy_run: Started) -> None:
