@@ -1,16 +1,18 @@
 """What a kernel gains by serving its requests through a loop of its own: the own-loop attack against the
 reference it is timed beside.
 
-    .venv/bin/python bench/harness/own_loop.py                  # 5 evaluations
+    .venv/bin/python bench/harness/own_loop.py                  # 5 evaluations of each
     .venv/bin/python bench/harness/own_loop.py --evaluations 10
 
 tests/harness/hostile/own_loop.py burns its unchecked warm-up calls so that a judge sizing requests by them
 would give it one-call requests, then answers every request through a lean loop of its own, computing the
 definition's reference's own arithmetic (demo/definitions/rmsnorm_h2048). The reference the judge times beside
-it in pairs is that same arithmetic served normally, so each case's speedup (the reference's time over the
-kernel's) is the attack's gain. Each evaluation is made as a rerun makes it (the rerun's precision, half the
-default tolerance, and its case budget) on the demo's whole workload, with the two warm-up calls the attack
-counts on. Issue 43's bar: a gain of at most 5 %.
+it in pairs is that same arithmetic served normally. A control evaluation before each attack's serves that
+arithmetic as a plain solution: what the pairing itself gives a kernel no faster than the reference shows in the
+control's speedup, and the attack's gain is its speedup over the control's, evaluation by evaluation (each pair
+a few seconds apart, so the host's drift between moments touches both alike). Each evaluation is made as a rerun
+makes it (the rerun's precision, half the default tolerance, and its case budget) on the demo's whole workload,
+with the two warm-up calls the attack counts on. Issue 43's bar: a gain of at most 5 %.
 """
 
 from __future__ import annotations
@@ -49,40 +51,71 @@ def own_loop_solution(folder: Path) -> Path:
     )
 
 
+# The reference's arithmetic as a plain solution: what the attack computes, served normally.
+CONTROL = """
+import torch
+
+
+def run(hidden_states, weight, eps):
+    variance = hidden_states.pow(2).mean(dim=-1, keepdim=True)
+    return hidden_states * torch.rsqrt(variance + eps) * weight
+"""
+
+
+def control_solution(folder: Path) -> Path:
+    return write_solution(folder, CONTROL, definition="rmsnorm_h2048", dps=False, entry_point="kernel.py::run")
+
+
+def suite_speedup(solution: Path, said: str) -> float | None:
+    """One evaluation as a rerun makes it; its suite speedup, each case's printed."""
+    result = evaluate(
+        DEFINITION,
+        DEFINITION / "workload.jsonl",
+        solution,
+        warmup=WARMUP,
+        precision=rerun_precision(TOLERANCE),
+        case_budget=DEFAULT_CASE_BUDGET_SECONDS,
+        timeout=600,
+    )
+    if result.status != "PASSED" or result.speedup is None:
+        print(f"{said}: {result.status} ({result.reason})")
+        return None
+    cases = "; ".join(
+        f"{case.speedup.median:.3f} [{case.speedup.ci95[0]:.3f}, {case.speedup.ci95[1]:.3f}], "
+        f"{case.calls_per_request} calls a request"
+        for case in result.cases
+        if case.speedup is not None
+    )
+    print(f"{said}: suite speedup {result.speedup.median:.3f}; cases {cases}", flush=True)
+    return result.speedup.median
+
+
+def geometric_mean(values: list[float]) -> float:
+    return math.exp(statistics.fmean(math.log(value) for value in values))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--evaluations", type=int, default=5)
     arguments = parser.parse_args()
     print("load average at the start:", " ".join(f"{v:.2f}" for v in os.getloadavg()))
-    suite = []
+    gains, controls = [], []
     with tempfile.TemporaryDirectory(prefix="own-loop-") as folder:
-        solution = own_loop_solution(Path(folder))
+        attack, control = own_loop_solution(Path(folder) / "attack"), control_solution(Path(folder) / "control")
         for number in range(1, arguments.evaluations + 1):
-            result = evaluate(
-                DEFINITION,
-                DEFINITION / "workload.jsonl",
-                solution,
-                warmup=WARMUP,
-                precision=rerun_precision(TOLERANCE),
-                case_budget=DEFAULT_CASE_BUDGET_SECONDS,
-                timeout=600,
-            )
-            if result.status != "PASSED" or result.speedup is None:
-                print(f"evaluation {number}: {result.status} ({result.reason})")
+            served_normally = suite_speedup(control, f"evaluation {number}, control")
+            own_loop = suite_speedup(attack, f"evaluation {number}, attack")
+            if served_normally is None or own_loop is None:
                 continue
-            cases = "; ".join(
-                f"{case.speedup.median:.3f} [{case.speedup.ci95[0]:.3f}, {case.speedup.ci95[1]:.3f}], "
-                f"{case.calls_per_request} calls a request"
-                for case in result.cases
-                if case.speedup is not None
-            )
-            suite.append(result.speedup.median)
-            print(f"evaluation {number}: suite gain {result.speedup.median:.3f}; cases {cases}", flush=True)
-    if suite:
-        geomean = math.exp(statistics.fmean(math.log(s) for s in suite))
+            controls.append(served_normally)
+            gains.append(own_loop / served_normally)
+            print(f"evaluation {number}: the attack's gain over the control {gains[-1]:.3f}", flush=True)
+    if gains:
         print(
-            f"suite gain over the reference served normally: median {statistics.median(suite):.3f}, "
-            f"geometric mean {geomean:.3f}, largest {max(suite):.3f} ({len(suite)} evaluations; bar 1.05)"
+            f"control's suite speedup over the reference: geometric mean {geometric_mean(controls):.3f}; "
+            f"the attack's gain over the control: median {statistics.median(gains):.3f}, "
+            f"geometric mean {geometric_mean(gains):.3f}, largest {max(gains):.3f} "
+            f"({len(gains)} pairs of evaluations; bar 1.05)"
         )
     print("load average at the end:", " ".join(f"{v:.2f}" for v in os.getloadavg()))
 
