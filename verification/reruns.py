@@ -472,8 +472,8 @@ def record_failure(
 def refresh_evidence(run: Run) -> EvidenceChange | None:
     """Apply the evidence rule: the conclusive reruns of the run's current version on its own hardware class whose
     attestations still verify decide, as the quorum reads them (verification.quorum). A rerun of an earlier version
-    checked figures the run no longer reports: with none of this version standing (a new version, or reevaluate
-    left none), the run is back to what its source reported."""
+    checked figures the run no longer reports: with no rerun of this version (a new version), the run is back to
+    what its source reported. Reruns of this version whose attestations no longer verify move nothing."""
     own = RerunRequest.objects.filter(
         run=run, run_digest=run.digest, hardware=run_hardware_class(run), result_run__isnull=False
     )
@@ -493,6 +493,10 @@ def refresh_evidence(run: Run) -> EvidenceChange | None:
     if level == run.evidence:
         return None
     if decider is None:
+        if own.exists():
+            # This version's reruns are there, but no stored attestation of theirs verifies: left as decided, or an
+            # envelope edited where it is stored would take a refuted run back to reported.
+            return None
         change = EvidenceChange.objects.create(run=run, previous=run.evidence, evidence=level, version=run.digest)
     else:
         change = EvidenceChange.objects.create(

@@ -130,23 +130,31 @@ def solution_run(import_runs: ImportRuns, tmp_path: Path) -> Callable[..., Run]:
     return make
 
 
+def demo_manifest_with_latencies_divided(name: str, divisor: float) -> dict[str, Any]:
+    """The demo run of `name`'s manifest with every latency it gives (its own, each case's and each case's
+    reference's) divided by `divisor`: its speedups as honest as the demo's, its latencies not."""
+    for line in (DEMO / "runs" / "reported.jsonl").read_text().splitlines():
+        manifest: dict[str, Any] = json.loads(line)
+        spec = manifest["run"]["spec"]
+        if spec["sourceNative"]["externalId"].endswith(f"/{name}"):
+            break
+    else:
+        raise LookupError(f"no demo run of {name}")
+    spec["timing"]["latencyNs"]["median"] /= divisor
+    for case in spec["cases"]:
+        case["latencyNs"] /= divisor
+        case["referenceLatencyNs"] /= divisor
+    return manifest
+
+
 @pytest.fixture
 def restated_demo(import_runs: ImportRuns, tmp_path: Path) -> Callable[[str, float], Run]:
-    """A demo run reported again under an id of its own, with every latency it gives (its own, each case's and
-    each case's reference's) divided by `divisor`: its speedups as honest as the demo's, its latencies not."""
+    """A demo run reported again under an id of its own, its latencies divided by `divisor`
+    (demo_manifest_with_latencies_divided)."""
 
     def make(name: str, divisor: float) -> Run:
-        for line in (DEMO / "runs" / "reported.jsonl").read_text().splitlines():
-            manifest = json.loads(line)
-            spec = manifest["run"]["spec"]
-            if spec["sourceNative"]["externalId"].endswith(f"/{name}"):
-                break
-        else:
-            raise LookupError(f"no demo run of {name}")
-        spec["timing"]["latencyNs"]["median"] /= divisor
-        for case in spec["cases"]:
-            case["latencyNs"] /= divisor
-            case["referenceLatencyNs"] /= divisor
+        manifest = demo_manifest_with_latencies_divided(name, divisor)
+        spec = manifest["run"]["spec"]
         spec["sourceNative"]["externalId"] = f"tests/restated/{name}"
         manifest["run"] = make_document("BenchmarkRun", f"tests-restated-{name}", spec, title=f"{name}, restated")
         path = tmp_path / f"restated-{name}.json"

@@ -20,7 +20,7 @@ from runs.models import Run
 from tests.conftest import ImportRuns
 from tests.pages import visible_text
 from tests.runs import attested
-from tests.runs.conftest import DEMO
+from tests.runs.conftest import demo_manifest_with_latencies_divided
 from tests.runs.run_page_reruns import result_on_cases
 from tests.runs.test_dump_evidence import dump_into, figures, forget_everything, public_pages, rewrite_lines
 from verification.models import EvidenceChange, RerunRequest
@@ -37,21 +37,11 @@ def new_version(import_runs: ImportRuns, tmp_path: Path) -> Callable[[str, float
     (its own, each case's and each case's reference's) divided by `divisor`."""
 
     def publish(name: str, divisor: float) -> Run:
-        for line in (DEMO / "runs" / "reported.jsonl").read_text().splitlines():
-            manifest = json.loads(line)
-            spec = manifest["run"]["spec"]
-            if spec["sourceNative"]["externalId"].endswith(f"/{name}"):
-                break
-        else:
-            raise LookupError(f"no demo run of {name}")
-        spec["timing"]["latencyNs"]["median"] /= divisor
-        for case in spec["cases"]:
-            case["latencyNs"] /= divisor
-            case["referenceLatencyNs"] /= divisor
+        manifest = demo_manifest_with_latencies_divided(name, divisor)
         path = tmp_path / f"{name}-divided-by-{divisor:g}.json"
         path.write_text(json.dumps(manifest))
         import_runs(path)
-        return Run.objects.get(source="kernelindex", external_id=spec["sourceNative"]["externalId"])
+        return Run.objects.get(source="kernelindex", external_id=manifest["run"]["spec"]["sourceNative"]["externalId"])
 
     return publish
 
