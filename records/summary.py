@@ -82,6 +82,13 @@ class RunSummary(NamedTuple):
     author: str = ""
 
 
+def reported_latency(spec: dict[str, Any], protocol_statistic: str) -> Any:
+    """The latency a run document reports: its timing's figure of its primary statistic (the protocol's, unless the
+    run names its own), as it is indexed and ranked."""
+    timing = spec.get("timing") or {}
+    return (timing.get("latencyNs") or {}).get(timing.get("primaryStatistic", protocol_statistic))
+
+
 def summarize(item: RunItem) -> RunSummary:
     run = item.run.value
     spec = run["spec"]
@@ -118,7 +125,7 @@ def summarize(item: RunItem) -> RunSummary:
         project,
         spec["status"],
         primary,
-        timing.get("latencyNs", {}).get(primary),
+        reported_latency(spec, primary),
         float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None,
         native.get("submissionMode") != "private",
         parse_timestamp(spec["observedAt"]) if spec.get("observedAt") else None,

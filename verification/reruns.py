@@ -48,6 +48,7 @@ from records.rerun import (
     verdict,
 )
 from records.sources import rerun_protocol_of
+from records.summary import reported_latency
 from records.worker_protocol import JOB_TASK, RerunJob, rerun_harness_options, sign_job
 from runs.figures import RUN_COUNTERS, refresh_group_figures
 from runs.ingest import import_manifest
@@ -417,11 +418,10 @@ def judge(request: RerunRequest, run: Run, measured: Any) -> Verdict:
 
 def _reported_latency(request: RerunRequest, run: Run, reported: Mapping[str, Any]) -> float | None:
     """The latency the version that was rerun reports: the run's (kept where a rerun ranks it by its own), or, for
-    an earlier version, its document's figure of the run's primary statistic (records.summary reads it so)."""
+    an earlier version, the one its document reports (records.summary.reported_latency)."""
     if request.run_digest == run.digest:
         return run.reported_latency
-    timing = (reported.get("spec") or {}).get("timing") or {}
-    latency = (timing.get("latencyNs") or {}).get(timing.get("primaryStatistic") or run.primary_statistic)
+    latency = reported_latency(reported.get("spec") or {}, run.primary_statistic)
     return float(latency) if isinstance(latency, (int, float)) and not isinstance(latency, bool) else None
 
 
