@@ -18,8 +18,10 @@ each worker's main process alone (a pool process stopped under it is
 replaced). Whatever is left after STOP_TIMEOUT seconds is killed, group and
 all: Celery's warm shutdown takes five to ten seconds even when idle (its timer
 thread sleeps on), and a worker in the middle of a rerun would finish it first
-(the job is acknowledged late, and the sweep sends it again). If one stops by
-itself, the others are stopped too and this exits non-zero.
+(the job is acknowledged late, and the sweep sends it again). The processes a
+killed rerun's sandbox served are in sessions of their own, frozen between
+requests, and are freed last. If one stops by itself, the others are stopped
+too and this exits non-zero.
 
 The server's address reaches both as HOST and PORT, from which the settings make
 SITE_URL (permalinks and citations) unless SITE_URL is set.
@@ -39,6 +41,8 @@ from pathlib import Path
 from types import FrameType
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# The project's packages (the settings, the harness's sandbox groups), imported where they are needed.
+sys.path.insert(0, str(BASE_DIR))
 # Well within the ten seconds a person waits after Ctrl-C before reaching for kill -9.
 STOP_TIMEOUT = 5.0
 
@@ -77,6 +81,7 @@ def main() -> int:
             time.sleep(0.2)
     finally:
         stop_all(children)
+        free_abandoned_sandboxes()
     return 0 if stopping else 1
 
 
@@ -84,7 +89,6 @@ def local_workers() -> int:
     """As many local rerun workers, each with a key of its own, as the quorum for the top asks agreeing reruns
     (VERIFICATION_QUORUM, 2 by default): a newcomer's #1 can reach "reproduced by 2 workers". The verification
     policy keeps to VERIFICATION_MAX_IN_FLIGHT reruns at once (1), so the second mostly waits."""
-    sys.path.insert(0, str(BASE_DIR))
     from kernelindex import settings
 
     return settings.VERIFICATION_QUORUM
@@ -121,6 +125,15 @@ def stop_all(children: list[Child]) -> None:
         if group_alive(child):
             signal_group(child.group, signal.SIGKILL)
         child.process.wait()
+
+
+def free_abandoned_sandboxes() -> None:
+    """A rerun worker killed mid-rerun (its warm shutdown outlasted STOP_TIMEOUT) kills its harness with it, and
+    the processes that harness served, frozen between requests, stay frozen: a frozen process's SIGKILL waits for
+    a thaw. Nothing else would free them, and their memory, until the next evaluation on this machine."""
+    from harness.jail.cgroups import remove_abandoned
+
+    remove_abandoned()
 
 
 def signal_group(group: int, signum: int) -> None:

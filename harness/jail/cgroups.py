@@ -214,11 +214,16 @@ def remove_abandoned() -> None:
     memory, the exchange it maps included, until it is thawed and emptied here. A group whose evaluator is
     gone, or of no known evaluator and older than ABANDONED_AFTER_SECONDS."""
     cutoff = time.time() - ABANDONED_AFTER_SECONDS
+    abandoned: list[Path] = []
     for parent in CGROUP_ROOT.glob(f"*/{PARENT_NAME}"):
         with contextlib.suppress(OSError):
-            for folder in parent.iterdir():
-                if folder.is_dir() and _abandoned(folder, cutoff):
-                    _reap(folder)
+            abandoned += [folder for folder in parent.iterdir() if folder.is_dir() and _abandoned(folder, cutoff)]
+    # Every group thawed before any is emptied: under v1 a group's freezer is a folder of its own, and its tasks,
+    # killed while frozen, would hold the folders of the other hierarchies until then.
+    for folder in abandoned:
+        _thaw_folder(folder)
+    for folder in abandoned:
+        _kill_and_remove(folder)
 
 
 def _abandoned(folder: Path, cutoff: float) -> bool:
@@ -226,12 +231,17 @@ def _abandoned(folder: Path, cutoff: float) -> bool:
     if match is None:
         # Old ones only: a new group may not have its processes yet.
         return folder.stat().st_mtime < cutoff
-    return not Path(f"/proc/{match.group(1)}").exists()
+    return not _running(int(match.group(1)))
 
 
-def _reap(folder: Path) -> None:
-    _thaw_folder(folder)
-    _kill_and_remove(folder)
+def _running(pid: int) -> bool:
+    """Whether the process runs: a killed evaluator is a zombie until its parent, or init, reaps it, and one whose
+    parent was killed with it (a rerun worker's, at Ctrl-C in `make run`) is one for a while."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :].split()[0] not in ("Z", "X")
 
 
 def _kill_and_remove(folder: Path) -> None:

@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 
+from tests.sandbox_groups import frozen_groups_of, groups_of
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 # A small data set: the setup `make run` does imports it, the demo and the seed in a few seconds.
 DATA = ROOT / "tests" / "data" / "sol-execbench" / "submissions.jsonl"
@@ -61,6 +63,8 @@ class Started:
     port: int
     var: Path
     log: Path
+    # The settings it was started with, which a command run beside it (manage.py rerun) reads too.
+    settings: dict[str, str]
 
     def get(self, path: str) -> tuple[int, str]:
         client = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
@@ -175,7 +179,7 @@ def started_make_run(folder: Path, policy: bool, **settings: str) -> Iterator[St
             preexec_fn=stop_with_this_process,
         )
     try:
-        yield Started(make, port, var, log)
+        yield Started(make, port, var, log, settings)
     finally:
         # Whatever a failed test left behind.
         for pid in tree_of(make.pid):
@@ -194,8 +198,9 @@ def make_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Started]:
 
 @pytest.fixture
 def own_make_run(tmp_path: Path) -> Iterator[Started]:
-    """A `make run` of the test's own, with no rerun in flight."""
-    with started_make_run(tmp_path, policy=False) as started:
+    """A `make run` of the test's own, whose reruns outlast the STOP_TIMEOUT of deploy/run.py: at a tolerance of
+    ±0.2 % each case runs its whole budget of pairs (seconds), so a rerun asked for is still running at Ctrl-C."""
+    with started_make_run(tmp_path, policy=False, RERUN_TOLERANCE="0.002") as started:
         yield started
 
 
@@ -207,10 +212,16 @@ def policy_run(tmp_path: Path) -> Iterator[Started]:
         yield started
 
 
-def test_ctrl_c_stops_the_server_and_the_worker_within_seconds(own_make_run: Started) -> None:
+def test_ctrl_c_stops_the_server_the_workers_and_a_rerun_in_flight_within_seconds(own_make_run: Started) -> None:
+    """Ctrl-C in the middle of a rerun: the rerun worker's harness is killed with it (its warm shutdown would finish
+    the rerun first), and the processes the harness served, in sessions of their own and frozen between requests,
+    do not die with it. Nothing of `make run` is left, the served processes and their groups included."""
     wait_until(own_make_run, "serving", lambda: own_make_run.get("/healthz")[0] == 200)
     wait_until(own_make_run, "running its worker", lambda: worker_is_live(own_make_run.var))
+    ask_for_rerun(own_make_run, "demo/softmax_h8/softmax-fused")
+    wait_until(own_make_run, "rerunning, a served process frozen", lambda: serving_frozen(own_make_run), 120)
     running = tree_of(own_make_run.make.pid)
+    evaluators = [pid for pid in running if "-m harness run" in command_line(pid)]
     commands = {pid: command_line(pid) for pid in running}
     assert any("celery" in line and "worker" in line for line in commands.values()), commands
     assert any("runserver" in line for line in commands.values()), commands
@@ -228,8 +239,38 @@ def test_ctrl_c_stops_the_server_and_the_worker_within_seconds(own_make_run: Sta
             break
         time.sleep(0.1)
     assert not left, "still running after Ctrl-C:\n" + "\n".join(f"{pid}: {commands[pid]}" for pid in sorted(left))
+    assert not [group for pid in evaluators for group in groups_of(pid)]
     assert own_make_run.make.wait(timeout=1) != -signal.SIGSEGV, own_make_run.output()
     assert "Segmentation fault" not in own_make_run.output()
+
+
+def serving_frozen(started: Started) -> bool:
+    """A rerun's harness serves the kernel and the reference, one of them frozen now; or, where the sandbox makes no
+    groups (no root), serves them at all."""
+    running = tree_of(started.make.pid)
+    evaluators = [pid for pid in running if "-m harness run" in command_line(pid)]
+    if any(frozen_groups_of(pid) for pid in evaluators):
+        return True
+    served = any("-m harness.kernel" in command_line(pid) for pid in running)
+    return served and not any(groups_of(pid) for pid in evaluators)
+
+
+def ask_for_rerun(started: Started, external_id: str) -> None:
+    """`manage.py rerun` on the demo run `external_id`, as a moderator asks for one."""
+    with contextlib.closing(sqlite3.connect(started.var / "db.sqlite3", timeout=5)) as db:
+        (run_id,) = db.execute(
+            "SELECT run_id FROM runs_run WHERE source = 'kernelindex' AND external_id = ?", (external_id,)
+        ).fetchone()
+    environment = {name: value for name, value in os.environ.items() if name not in NOT_INHERITED}
+    asked = subprocess.run(
+        [sys.executable, "manage.py", "rerun", run_id],
+        cwd=ROOT,
+        env=environment | started.settings | {"KERNELINDEX_VAR_DIR": str(started.var)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert asked.returncode == 0, asked.stderr
 
 
 def test_a_rerun_asked_for_as_it_starts_serving_is_taken_within_seconds(make_run: Started) -> None:
@@ -237,20 +278,7 @@ def test_a_rerun_asked_for_as_it_starts_serving_is_taken_within_seconds(make_run
     and takes it from the queue within RERUN_STARTS_WITHIN seconds of the request."""
     wait_until(make_run, "serving", lambda: make_run.get("/healthz")[0] == 200)
     serving = time.monotonic()
-    with contextlib.closing(sqlite3.connect(make_run.var / "db.sqlite3", timeout=5)) as db:
-        (run_id,) = db.execute(
-            "SELECT run_id FROM runs_run WHERE source = 'kernelindex' AND external_id = 'demo/softmax_h8/softmax-fused'"
-        ).fetchone()
-    environment = {name: value for name, value in os.environ.items() if name not in NOT_INHERITED}
-    asked = subprocess.run(
-        [sys.executable, "manage.py", "rerun", run_id],
-        cwd=ROOT,
-        env=environment | {"KERNELINDEX_VAR_DIR": str(make_run.var)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert asked.returncode == 0, asked.stderr
+    ask_for_rerun(make_run, "demo/softmax_h8/softmax-fused")
     requested = time.monotonic()
     assert requested - serving < RERUN_ASKED_WITHIN, f"asking took {requested - serving:.1f} s"
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.jail import cgroups
 from tests.harness.conftest import (
     CORRECT_ADD,
     Problem,
@@ -22,6 +21,7 @@ from tests.harness.conftest import (
     write_problem,
     write_solution,
 )
+from tests.sandbox_groups import frozen_groups_of, groups_of, processes_in
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -303,35 +303,14 @@ def test_a_case_larger_than_the_hosts_memory_is_refused_before_anything_is_alloc
     assert time.monotonic() - started < 30
 
 
-def _groups_of(evaluator: int) -> list[Path]:
-    """The cgroups (either hierarchy) of the evaluating process `evaluator`."""
-    return list(cgroups.CGROUP_ROOT.glob(f"*/{cgroups.PARENT_NAME}/evaluation-{evaluator}-*"))
-
-
-def _processes_in(folder: Path) -> set[int]:
-    return {int(pid) for pid in (folder / "cgroup.procs").read_text().split()}
-
-
-def _is_frozen(folder: Path) -> bool:
-    state, flag = folder / "freezer.state", folder / "cgroup.freeze"
-    return (state.exists() and state.read_text().strip() == "FROZEN") or (
-        flag.exists() and flag.read_text().strip() == "1"
-    )
-
-
-def _frozen_groups_of(evaluator: int) -> list[Path]:
-    """The groups of `evaluator` that hold frozen processes now."""
-    return [folder for folder in _groups_of(evaluator) if _is_frozen(folder) and _processes_in(folder)]
-
-
 def _steadily_frozen_groups_of(evaluator: int, within: float) -> list[Path]:
     """The groups frozen in two looks a second apart: the reference's while the kernel loops in its first checked
     call, not one the judge freezes for a moment as it calibrates."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        first = set(_frozen_groups_of(evaluator))
+        first = set(frozen_groups_of(evaluator))
         time.sleep(1)
-        if steady := sorted(first & set(_frozen_groups_of(evaluator))):
+        if steady := sorted(first & set(frozen_groups_of(evaluator))):
             return steady
     return []
 
@@ -351,17 +330,17 @@ def test_what_a_killed_evaluation_left_frozen_is_freed_by_the_next_even_one_refu
     )
     try:
         left = _steadily_frozen_groups_of(harness.pid, within=60)
-        spared = set().union(*(_processes_in(folder) for folder in left))
+        spared = set().union(*(processes_in(folder) for folder in left))
         # Everything else the evaluation started (the judge first), killed at once: a judge that outlived its
         # parent for a moment would tell the frozen processes to exit, and no leftover would be made.
-        for pid in set().union(*(_processes_in(folder) for folder in _groups_of(harness.pid))) - spared:
+        for pid in set().union(*(processes_in(folder) for folder in groups_of(harness.pid))) - spared:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     finally:
         harness.kill()
         harness.wait()
     time.sleep(1)
-    assert [folder for folder in left if _processes_in(folder)], "nothing was left frozen"
+    assert [folder for folder in left if processes_in(folder)], "nothing was left frozen"
 
     huge = widen_problem(tmp_path / "huge", 2**31)
     result = run_harness(huge, write_solution(tmp_path / "h", "def run(x, out):\n    pass\n", definition="widen_rows"))
