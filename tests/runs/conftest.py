@@ -21,6 +21,7 @@ from django.conf import settings
 from django.contrib.auth.models import Permission, User
 from django.db import connection
 
+from harness.parent.environment import detect_hardware_class
 from records import broker
 from records.canonical import digest
 from records.hardware import HARDWARE_CLASSES
@@ -182,7 +183,9 @@ class RedisServer:
         self.folder = folder
         self.process: subprocess.Popen[bytes] | None = None
         self.web_password = secrets.token_hex(16)
-        self.worker_passwords = {hardware.name: secrets.token_hex(16) for hardware in HARDWARE_CLASSES}
+        # Every registered class's worker, and this CPU's own class (its model's), which a test's worker may serve.
+        classes = {hardware.name for hardware in HARDWARE_CLASSES} | {detect_hardware_class()}
+        self.worker_passwords = {name: secrets.token_hex(16) for name in classes}
         self.acl_file = folder / "users.acl"
         self.acl_file.write_text(broker.acl_file(self.web_password, self.worker_passwords))
 
