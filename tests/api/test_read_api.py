@@ -2,25 +2,41 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import io
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.test import Client
+from django.core.management import call_command
+from django.test import Client, override_settings
 
 from runs.models import ComparisonGroup, Run
 from runs.services import withdraw_run
 from tests.api.conftest import DEMO_MANIFESTS, problem_in
-from tests.conftest import ImportRuns
+from tests.conftest import SAMPLE_DATA
+
+LOCAL_MEMORY_CACHE = "django.core.cache.backends.locmem.LocMemCache"
 
 KERNELBENCH_PROBLEM = "level1/1_Square_matrix_multiplication_.py"
 
 
-@pytest.fixture
-def imported(import_runs: ImportRuns, sample: Path) -> None:
-    import_runs(sample / "sol-execbench" / "submissions.jsonl")
-    import_runs(sample / "kernelbench")
-    import_runs(DEMO_MANIFESTS)
+# Every test reads the runs `imported` stored, in a transaction of its own that is rolled back at its end.
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def imported(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """The sample data and the demo's runs, imported once for the module rather than for each test (two seconds
+    each): a run one test withdraws, in its own transaction, the next still lists. Outside any test, so with the
+    policy off and a cache of its own, as the tests' own fixtures (tests/conftest.py) would have it; removed at the
+    end as a transactional test's rows are."""
+    quiet = override_settings(VERIFICATION_POLICY=False, CACHES={"default": {"BACKEND": LOCAL_MEMORY_CACHE}})
+    with django_db_blocker.unblock(), quiet:
+        for path in (SAMPLE_DATA / "sol-execbench" / "submissions.jsonl", SAMPLE_DATA / "kernelbench", DEMO_MANIFESTS):
+            call_command("import_runs", str(path), stdout=io.StringIO())
+    yield
+    with django_db_blocker.unblock():
+        call_command("flush", interactive=False, verbosity=0)
 
 
 def every_page(client: Client, url: str) -> list[dict[str, Any]]:

@@ -37,8 +37,8 @@ def test_an_infinite_loop_is_stopped_as_a_timeout_within_the_limit_with_every_pr
     add_problem: Problem, tmp_path: Path
 ) -> None:
     # One wall-time limit run out, for both what a timeout reports and what it kills: each costs the whole limit.
-    # 24 s, so that the control (the reference as the solution) has 12 to pass in: beside a load of five on two
-    # cores it once needed more than 10.
+    # 16 s, so that the control (the reference as the solution, three calls a case) has 8 to pass in: about 3 s on
+    # a quiet two-core host; beside a load of five it once needed more than 10.
     marker = str(10_000 + uuid.uuid4().int % 80_000)
     solution = write_solution(
         tmp_path / "s",
@@ -53,11 +53,11 @@ def test_an_infinite_loop_is_stopped_as_a_timeout_within_the_limit_with_every_pr
         """,
     )
     started = time.monotonic()
-    result = run_harness(add_problem, solution, timeout=24)
+    result = run_harness(add_problem, solution, timeout=16)
     elapsed = time.monotonic() - started
 
     assert result.status == "TIMEOUT", result.reason
-    assert result.reason == "the evaluation passed its wall-time limit of 24 s"
+    assert result.reason == "the evaluation passed its wall-time limit of 16 s"
     assert [case.status for case in result.cases] == ["TIMEOUT", "NOT_RUN"]
     assert result.cases[1].reason == "not run: the evaluation stopped at case case-small"
     # Generous: the limit, the kill, and the control evaluation with the reference as the solution (which
@@ -120,7 +120,8 @@ def test_a_timeout_whose_control_failed_otherwise_is_the_hosts_not_the_kernels(t
         "    return x + y\n"
     )
     problem = write_problem(tmp_path / "problem", reference=reference)
-    result = run_harness(problem, write_solution(tmp_path / "s", LOOPS_FOREVER), timeout=20)
+    # The control fails at its first call, a few seconds in: 12 s leaves it 6.
+    result = run_harness(problem, write_solution(tmp_path / "s", LOOPS_FOREVER), timeout=12)
 
     assert result.status == "HARNESS_ERROR", result.reason
     assert "the reference as the solution ended" in (result.reason or "")
