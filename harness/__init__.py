@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 HARNESS_NAME = "kernelindex-harness"
-HARNESS_VERSION = "0.3.3"
+HARNESS_VERSION = "0.3.4"
 
 if TYPE_CHECKING:
     from harness.jail.sandbox import SandboxUnavailableError

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from harness.judge.process import main
+from harness.wire.leaving import leave
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    leave(main(sys.argv[1:]))

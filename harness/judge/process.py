@@ -160,7 +160,3 @@ def _calibrated(
 
     size = block_size(kernel, case)
     return calibrate(kernel, reference, case, size, probe=str(job["device"]).startswith("cuda"))
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -113,8 +113,11 @@ class Caller:
         self.previous: list[Any] = []
         self.cupti: CuptiTimer | None = None
         self.probe_buffer: Any = None
-        # Flat views of the exchange by (offset, dtype, count): made once, shaped anew for each call.
-        self.flat_views: dict[tuple[int, str, int], Any] = {}
+        # Views of the exchange by (offset, dtype, shape), each with the layout it was made with (`_handed`).
+        self.views: dict[tuple[Any, ...], tuple[Any, int, Any, tuple[int, ...]]] = {}
+        # Where the exchange lies in memory: only a tensor there can be one of the call's arguments.
+        start = torch.frombuffer(exchange, dtype=torch.uint8).data_ptr() if len(exchange) else 0
+        self.exchange_span = range(start, start + len(exchange))
         if self.cuda:
             from harness.kernel.l2_flush import l2_flush_buffer
 
@@ -148,7 +151,8 @@ class Caller:
     def call(self, function: Callable[..., Any], request: Mapping[str, Any]) -> dict[str, Any]:
         try:
             arguments = [self._argument(item) for item in request["args"]]
-            outputs = [self._view(*placement[:3]) for placement in request["outs"]]
+            view = self._handed if self.dps else self._view
+            outputs = [view(*placement[:3]) for placement in request["outs"]]
         except (KeyError, TypeError, ValueError) as error:
             return {"error": ["RUNTIME_ERROR", f"the call could not be set up: {error}"]}
         device_outputs = [o.to(self.device) for o in outputs] if self.cuda else outputs
@@ -160,7 +164,8 @@ class Caller:
             return {"error": [failure_status(error), failure_text(error)]}
         if self.clock is not time.perf_counter_ns:
             return {"error": ["REWARD_HACK", "the solution replaced the harness's clock: time.perf_counter_ns"]}
-        self.previous = [*arguments, *device_outputs]
+        if self.cuda:
+            self.previous = [*arguments, *device_outputs]
         if self.dps:
             if self.cuda:
                 for host, device_tensor in zip(outputs, device_outputs, strict=True):
@@ -203,8 +208,40 @@ class Caller:
     def _returned(
         self, returned: Any, placements: Sequence[Any], elapsed: float, arguments: Sequence[Any]
     ) -> dict[str, Any]:
-        values = outputs_as_list(returned, [str(index) for index in range(len(placements))])
         started = self.clock()
+        written = self._written_as_declared(returned, placements) or self._written(returned, placements, arguments)
+        if isinstance(written, dict):
+            return written
+        described, count = written
+        if not self.cuda:
+            # The judge's figure counts writing the returned outputs where it reads them as the call's own work
+            # (see `empty`), so the reported time does too: a call that returns a large buffer it was given (a
+            # cache updated in place, returned whole) would otherwise report a small part of what its request
+            # cost, and the check of the reported split would call that a lie.
+            elapsed += float(self.clock() - started)
+        return {"ns": elapsed, "returned": described, "count": count}
+
+    def _written_as_declared(self, returned: Any, placements: Sequence[Any]) -> tuple[list[Any], int] | None:
+        """The usual call, one new tensor of the declared shape and dtype returned, written where the judge reads
+        it with as little bookkeeping as a call can have (see `_view`); None for anything else."""
+        if len(placements) != 1 or type(returned) is not self.torch.Tensor or returned.requires_grad:
+            return None
+        offset, shape, dtype, _ = placements[0]
+        target = self._view(offset, shape, dtype)
+        if returned.dtype is not target.dtype or returned.shape != target.shape:
+            return None
+        pointer = returned.data_ptr()
+        if pointer != target.data_ptr():
+            if pointer in self.exchange_span:
+                return None  # perhaps an argument returned whole (`_argument_returned`)
+            target.copy_(returned)
+        return [{"shape": shape, "dtype": dtype}], 1
+
+    def _written(
+        self, returned: Any, placements: Sequence[Any], arguments: Sequence[Any]
+    ) -> tuple[list[Any], int] | dict[str, Any]:
+        """Whatever a call returned, described and written where the judge reads it; or the call's error."""
+        values = outputs_as_list(returned, [str(index) for index in range(len(placements))])
         described = []
         for value, placement in zip(values, placements, strict=False):
             if isinstance(value, (bool, int, float)) and not placement[1]:
@@ -225,16 +262,10 @@ class Caller:
                 described[-1]["input"] = source
                 continue
             if value.nbytes <= placement[3] and dtype in DTYPE_BYTES:
-                target = self._view(placement[0], list(value.shape), dtype)
+                target = self._view(placement[0], described[-1]["shape"], dtype)
                 if target.data_ptr() != value.data_ptr():
-                    target.copy_(value.detach().reshape(target.shape))
-        if not self.cuda:
-            # The judge's figure counts writing the returned outputs where it reads them as the call's own work
-            # (see `empty`), so the reported time does too: a call that returns a large buffer it was given (a
-            # cache updated in place, returned whole) would otherwise report a small part of what its request
-            # cost, and the check of the reported split would call that a lie.
-            elapsed += float(self.clock() - started)
-        return {"ns": elapsed, "returned": described, "count": len(values)}
+                    target.copy_(value.detach() if value.requires_grad else value)
+        return described, len(values)
 
     def _argument_returned(self, value: Any, arguments: Sequence[Any]) -> int | None:
         """The position of the argument `value` is, whole, where it is one (on the CPU: a buffer updated in place
@@ -255,23 +286,42 @@ class Caller:
     def _argument(self, item: Mapping[str, Any]) -> Any:
         if "value" in item:
             return item["value"]
-        view = self._view(item["offset"], item["shape"], item["dtype"])
+        view = self._handed(item["offset"], item["shape"], item["dtype"])
         return view.to(self.device) if self.cuda else view
 
+    def _handed(self, offset: int, shape: list[int], dtype: str) -> Any:
+        """A view of the exchange for the solution: the one it was given before, while that still has the layout
+        it was made with. What a solution did to its argument in place (its shape, its strides, its storage,
+        gradients) stays with that call: a view it changed is made anew."""
+        kept = self.views.get((offset, dtype, *shape))
+        if kept is not None:
+            view, pointer, size, stride = kept
+            if view.data_ptr() == pointer and view.shape == size and view.stride() == stride and not view.requires_grad:
+                return view
+        return self._made(offset, shape, dtype)
+
     def _view(self, offset: int, shape: list[int], dtype: str) -> Any:
+        """A view of the exchange for the harness's own use (where it writes a returned output), never handed to
+        the solution: made once.
+
+        Views are kept because making one costs more than most of a call's bookkeeping: a kernel serving its
+        requests through a loop of its own keeps its views, and whatever this loop spends beyond such a loop, the
+        kernel would gain over the reference, which this loop serves (issue 43)."""
+        kept = self.views.get((offset, dtype, *shape))
+        return kept[0] if kept is not None else self._made(offset, shape, dtype)
+
+    def _made(self, offset: int, shape: list[int], dtype: str) -> Any:
         torch = self.torch
         torch_dtype = getattr(torch, dtype)
         count = 1
-        for size in shape:
-            count *= size
+        for extent in shape:
+            count *= extent
         if count == 0:
-            return torch.empty(shape, dtype=torch_dtype)
-        key = (offset, dtype, count)
-        flat = self.flat_views.get(key)
-        if flat is None:
-            flat = self.flat_views[key] = torch.frombuffer(self.exchange, dtype=torch_dtype, count=count, offset=offset)
-        # A new view each call: what a solution does to its argument's shape in place stays with that call.
-        return flat.view(shape)
+            view = torch.empty(shape, dtype=torch_dtype)
+        else:
+            view = torch.frombuffer(self.exchange, dtype=torch_dtype, count=count, offset=offset).view(shape)
+        self.views[(offset, dtype, *shape)] = (view, view.data_ptr(), view.shape, view.stride())
+        return view
 
 
 def limit_address_space(memory_mb: int) -> None:

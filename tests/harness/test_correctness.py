@@ -209,3 +209,27 @@ def test_too_few_outputs_is_incorrect_shape(tmp_path: Path) -> None:
 
     assert result.status == "INCORRECT_SHAPE"
     assert (result.cases[0].reason or "").endswith("the solution returned 1 outputs, expected 2")
+
+
+def test_what_a_solution_does_to_its_arguments_in_place_stays_with_that_call(
+    add_problem: Problem, tmp_path: Path
+) -> None:
+    # The kernel's process hands out the same views of the exchange again while their layout is unchanged
+    # (harness.kernel.process `_view`): one whose shape or storage a call changed is made anew for the next.
+    solution = write_solution(
+        tmp_path / "s",
+        """
+        import torch
+
+        def run(x, y):
+            result = x + y
+            x.unsqueeze_(0)
+            y.data = torch.zeros_like(y)
+            return result
+        """,
+        dps=False,
+    )
+    result = run_harness(add_problem, solution)
+
+    assert result.status == "PASSED", result.reason
+    assert [case.status for case in result.cases] == ["PASSED", "PASSED"]
