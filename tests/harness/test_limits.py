@@ -99,11 +99,13 @@ def test_the_reference_as_its_own_solution_is_its_own_control(tmp_path: Path) ->
 
 
 def test_a_timeout_whose_control_needed_most_of_the_limit_is_the_hosts_not_the_kernels(tmp_path: Path) -> None:
-    # The reference as the solution passes, but only in most of the limit (here: a reference that takes seconds
-    # to load, on each side): on a busier host it would time out too, so the kernel's timeout proves nothing.
-    reference = "import time\n\ntime.sleep(5)\n\n\ndef run(x, y):\n    return x + y\n"
+    # The reference as the solution would pass, but only in most of the limit (here: a reference that takes
+    # seconds to load, on each side): on a busier host it would time out too, so the kernel's timeout proves
+    # nothing. Its three loads (the judge's, then each served process's, one after another) take 9 s, more than
+    # the half of the 14 s limit the control is given.
+    reference = "import time\n\ntime.sleep(3)\n\n\ndef run(x, y):\n    return x + y\n"
     problem = write_problem(tmp_path / "problem", reference=reference)
-    result = run_harness(problem, write_solution(tmp_path / "s", LOOPS_FOREVER), timeout=25)
+    result = run_harness(problem, write_solution(tmp_path / "s", LOOPS_FOREVER), timeout=14)
 
     assert result.status == "HARNESS_ERROR", result.reason
     assert "this host cannot judge this definition within its limits" in (result.reason or "")
