@@ -79,8 +79,17 @@ rerun-worker: $(if $(filter .venv,$(VENV)),$(VENV)/.installed-harness) sandbox
 beat: $(VENV)/.installed
 	$(BIN)/celery -A kernelindex beat --loglevel=info
 
+# The tests that time nothing and share nothing of the machine but its database server and Redis (pages, the API,
+# records, notes) run two at a time; then the rest run one at a time, so that nothing else takes the CPU from
+# the sandboxes, workers and servers they measure and wait for. A folder or file not listed runs alone.
+SHARED_CPU_TESTS := tests/api tests/web tests/records tests/attestations tests/verification \
+  $(addprefix tests/runs/test_,import_runs.py ingest.py browse_pages.py feeds.py run_page_evidence.py \
+    list_pages_browser.py run_page_browser.py)
+
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadgroup $(SHARED_CPU_TESTS); shared=$$?; \
+	$(BIN)/python -m pytest $(addprefix --ignore=,$(SHARED_CPU_TESTS)); alone=$$?; \
+	exit $$(( shared || alone ))
 
 # After any change to the harness: run the tests that turn hostile kernels on it and record what they found, for
 # this harness version's page (records/harness_suites.py); tests/harness/test_suite_record.py asks for it.

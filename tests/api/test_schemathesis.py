@@ -67,6 +67,10 @@ def sample_index(import_runs: ImportRuns, sample: Path) -> None:
     RerunRequest.objects.create(run=run, run_digest=run.digest, hardware=run_hardware_class(run), reason="a check")
 
 
+# `make test` runs this folder two tests at a time: the two runs one after the other on one worker, beside the
+# other tests of its first part on the other (tests/conftest.py), so that each time-boxed run shares the CPU with
+# one other test at most.
+@pytest.mark.xdist_group("schemathesis")
 @pytest.mark.parametrize(
     ("seed", "seconds"),
     [(FIXED_SEED, max(1, SECONDS // 2)), (random.randrange(2**31), SECONDS)],
