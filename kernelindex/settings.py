@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from django.core.exceptions import ImproperlyConfigured
 
 from records.broker import SHARED_TRANSPORT_OPTIONS
-from records.rerun import DEFAULT_CASE_BUDGET_SECONDS
+from records.rerun import DEFAULT_CASE_BUDGET_SECONDS, RETRY_AFTER_SECONDS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("KERNELINDEX_VAR_DIR", BASE_DIR / "var"))
@@ -321,7 +321,7 @@ RERUN_STALE_AFTER_SECONDS = env_float("RERUN_STALE_AFTER_SECONDS", 60)
 RERUN_MAX_ATTEMPTS = env_int("RERUN_MAX_ATTEMPTS", 3)
 # An attempt whose time budget ran out before it decided (or whose evaluation failed) runs again this long after,
 # within the same RERUN_MAX_ATTEMPTS; the last attempt's verdict stands, inconclusive or not.
-RERUN_RETRY_AFTER_SECONDS = env_float("RERUN_RETRY_AFTER_SECONDS", 20)
+RERUN_RETRY_AFTER_SECONDS = env_float("RERUN_RETRY_AFTER_SECONDS", RETRY_AFTER_SECONDS)
 # Seconds of timed pairs per case, at most, while the speedup's interval is wider than half the tolerance.
 RERUN_CASE_BUDGET_SECONDS = env_float("RERUN_CASE_BUDGET_SECONDS", DEFAULT_CASE_BUDGET_SECONDS)
 # A request still queued this long after it was sent (or never sent: the broker was down) is sent again.

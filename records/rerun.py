@@ -129,6 +129,9 @@ EVIDENCE_RULE = (
 # Seconds of timed pairs per case a rerun allows, at most (RERUN_CASE_BUDGET_SECONDS): a demo definition's three
 # cases then take at most half a minute of pairs.
 DEFAULT_CASE_BUDGET_SECONDS = 10.0
+# Seconds between an inconclusive attempt and the next (RERUN_RETRY_AFTER_SECONDS): long enough for a burst of
+# other work to pass, short enough that three attempts of a demo kernel decide within a minute (bench/verdicts).
+RETRY_AFTER_SECONDS = 5.0
 
 
 def rerun_precision(tolerance: float) -> float:

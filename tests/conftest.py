@@ -125,16 +125,6 @@ def run(import_runs: ImportRuns, sample: Path) -> Any:
     return found
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under `make test`'s first part (pytest-xdist's `--dist loadgroup` on two workers), the two schemathesis
-    runs, which are time-boxed, take one worker, and every other test the other, one after another."""
-    if getattr(config.option, "dist", None) != "loadgroup":
-        return
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group("shared"))
-
-
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """In CI a skipped test is a failure: everything must run against the real services."""
     if os.environ.get("CI") != "true":

@@ -49,10 +49,12 @@ from build import DEMO, SOLUTIONS, Solution, run_document  # noqa: E402
 from measure import figures  # noqa: E402
 
 from records.rerun import (  # noqa: E402
+    DEFAULT_CASE_BUDGET_SECONDS,
     INCONCLUSIVE,
     NOT_REPRODUCED,
     QUIET_HOST_BUSY,
     REPRODUCED,
+    RETRY_AFTER_SECONDS,
     CaseFigures,
     Claim,
     Estimate,
@@ -243,12 +245,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tolerance", type=float, default=0.10)
     parser.add_argument("--case-budget", type=float, default=None, help="seconds of pairs per case")
     parser.add_argument("--attempts", type=int, default=3)
-    parser.add_argument("--retry-after", type=float, default=20.0, help="seconds between attempts")
+    parser.add_argument("--retry-after", type=float, default=RETRY_AFTER_SECONDS, help="seconds between attempts")
     parser.add_argument("--json", type=Path, help="write every evaluation's result here")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (the claims are measured there, once per rerun)")
     arguments = parser.parse_args(argv)
-    from records.rerun import DEFAULT_CASE_BUDGET_SECONDS
-
     budget = arguments.case_budget or DEFAULT_CASE_BUDGET_SECONDS
     tallies: dict[str, Tally] = {}
     evaluations: list[Evaluation] = []

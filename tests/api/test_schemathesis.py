@@ -68,8 +68,9 @@ def sample_index(import_runs: ImportRuns, sample: Path) -> None:
 
 
 # `make test` runs this folder two tests at a time: the two runs one after the other on one worker, beside the
-# other tests of its first part on the other (tests/conftest.py), so that each time-boxed run shares the CPU with
-# one other test at most.
+# other tests of its first part, so that each time-boxed run shares the CPU with one other test at most. Under
+# `--dist loadgroup` pytest-xdist hands out the largest group first (its --loadscope-reorder, on by default), so
+# the runs start at once and the other worker and then both take the single tests as each comes free.
 @pytest.mark.xdist_group("schemathesis")
 @pytest.mark.parametrize(
     ("seed", "seconds"),
