@@ -481,10 +481,11 @@ def _every_figure_verdict(compared: list[_Compared], tolerance: float, measured:
 
 
 def ranked_latency(reported_ns: float | None, rerun_ns: float | None, level: str, tolerance: float) -> float | None:
-    """The latency a run is ranked by: the one it reported, unless the rerun that decided it reproduced it and
-    measured its latency slower than reported beyond the tolerance (left to the host's drift, HOST_DRIFT): then
-    the rerun's own figure, better known than a claim no rerun held to the tolerance. A run not reproduced is
-    ranked after the others anyway; an inconclusive rerun knows nothing better."""
+    """The latency a run is ranked by: the one it reported, unless its reruns reproduced it and measured its
+    latency (`rerun_ns`: the median of the reruns that reproduced it, one per worker) slower than reported beyond
+    the tolerance (left to the host's drift, HOST_DRIFT): then the reruns' figure, better known than a claim no
+    rerun held to the tolerance. A run not reproduced is ranked after the others anyway; an inconclusive rerun
+    knows nothing better."""
     if level != REPRODUCED or not reported_ns or not rerun_ns or rerun_ns <= reported_ns * (1 + tolerance):
         return reported_ns
     return rerun_ns

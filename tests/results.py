@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from records.rerun import CPU_TIME_CLOCK
+from records.rerun import CPU_TIME_CLOCK, LATENCY_CLOCK
 
 
 def harness_result(
@@ -58,3 +58,21 @@ def speedup_result(
         for i, (m, lo, hi) in enumerate(speedups)
     ]
     return passed
+
+
+def drifted(spec: dict[str, Any], latency_ns: float, slower: float) -> dict[str, Any]:
+    """A quiet rerun's result that measures every speedup a run's spec claims, narrowly, but its latencies `slower`
+    times what it reported (`latency_ns`, the suite's): what a shared host's drift between two moments looks like."""
+    result = speedup_result(
+        [(case["speedup"], case["speedup"] * 0.98, case["speedup"] * 1.02) for case in spec["cases"]]
+    )
+    result["host_busy"] = 0.02
+    result["limits"] = {"clock_check": LATENCY_CLOCK}
+    for case, claimed in zip(result["cases"], spec["cases"], strict=True):
+        latency = claimed["latencyNs"] * slower
+        case.update(
+            uuid=claimed["workload"], latency={"median_ns": latency, "ci95_ns": [latency * 0.98, latency * 1.02]}
+        )
+    latency = latency_ns * slower
+    result["latency"] = {**result["latency"], "median_ns": latency, "ci95_ns": [latency * 0.98, latency * 1.02]}
+    return result

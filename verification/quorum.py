@@ -9,7 +9,7 @@ Nothing here writes; verification.reruns applies the level, verification.quorum_
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
@@ -31,6 +31,9 @@ class Standing:
 
     reruns: list[RerunRequest]
     quorum: Quorum
+    # Each key's latest rerun where it votes for the level the quorum gives, newest first: the run is ranked by
+    # the median of what these measured (verification.reruns).
+    agreeing: list[RerunRequest] = field(default_factory=list)
 
     @property
     def decider(self) -> RerunRequest | None:
@@ -70,7 +73,12 @@ def standing_of(reruns_newest_first: Sequence[RerunRequest]) -> Standing:
         return Standing([], decide_votes([]))
     version = voted[0][0].run_digest
     of_version = [(request, vote) for request, vote in voted if request.run_digest == version]
-    return Standing([request for request, _ in of_version], decide_votes(vote for _, vote in of_version))
+    decided = decide_votes(vote for _, vote in of_version)
+    latest: dict[str, tuple[RerunRequest, Vote]] = {}
+    for request, vote in of_version:
+        latest.setdefault(vote.key_id, (request, vote))
+    agreeing = [request for request, vote in latest.values() if vote.level == decided.level]
+    return Standing([request for request, _ in of_version], decided, agreeing)
 
 
 def own_class_reruns(run: Run, hardware: str | None = None) -> list[RerunRequest]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -489,7 +490,7 @@ def refresh_evidence(run: Run) -> EvidenceChange | None:
     decided = quorum.standing_of(standing)
     level = decided.quorum.level
     decider = decided.decider or next(iter(standing), None)
-    _rank_by_what_decided(run, decider, level)
+    _rank_by_what_decided(run, decided.agreeing, decider, level)
     if level == run.evidence:
         return None
     if decider is None:
@@ -525,11 +526,13 @@ def refresh_evidence_of_new_versions(sender: object, run_pks: Iterable[int], **k
         refresh_evidence(run)
 
 
-def _rank_by_what_decided(run: Run, decider: RerunRequest | None, level: str) -> None:
-    """The latency the run is ranked by (records.rerun.ranked_latency): the rerun's that reproduced it where its
-    reported one was beyond the tolerance of it, else the reported one; its group's figures follow."""
+def _rank_by_what_decided(run: Run, agreeing: Sequence[RerunRequest], decider: RerunRequest | None, level: str) -> None:
+    """The latency the run is ranked by (records.rerun.ranked_latency): where its reported one was beyond the
+    tolerance of what the reruns that reproduced it measured, the median of those (one per worker key, as the
+    quorum counts them), else the reported one; its group's figures follow."""
     reported = run.reported_latency
-    rerun_ns = decider.result_run.latency_ns if decider is not None and decider.result_run else None
+    measured = [r.result_run.latency_ns for r in agreeing if r.result_run and r.result_run.latency_ns]
+    rerun_ns = statistics.median(measured) if measured else None
     tolerance = settings.RERUN_TOLERANCE if decider is None or decider.tolerance is None else decider.tolerance
     latency = ranked_latency(reported, rerun_ns, level, tolerance)
     kept = reported if latency != reported else None

@@ -16,8 +16,9 @@ from django.utils import timezone
 from harness.parent.worker import worker_message
 from records.attestation import WorkerIdentity
 from runs.models import Run
+from runs.selectors import document_value
 from tests.pages import visible_text
-from tests.results import harness_result
+from tests.results import drifted, harness_result
 from tests.runs import attested
 from verification import policy as verification
 from verification.collector import collect
@@ -206,6 +207,28 @@ def test_workers_that_disagree_take_the_top_back_to_reported_and_a_third_decides
     run.refresh_from_db()
     assert run.evidence == "reproduced"
     assert "reproduced by 2 workers" in quorum_line(client, run)
+
+
+def test_a_run_reproduced_within_the_drift_is_ranked_by_the_median_of_its_workers_not_the_last_one(
+    client: Client, demo: Callable[[str], Run], rerun_by: RerunBy
+) -> None:
+    """Each worker's latest rerun that reproduced the run counts once: its ranked latency is their median, so
+    neither the newest rerun nor one key's repeated reruns move it alone."""
+    run = demo(TOP)
+    reported = run.latency_ns
+    spec = document_value(run.digest)["spec"]
+    first, second, third = key("quorum-a"), key("quorum-b"), key("quorum-c")
+    rerun_by(request_rerun(run, user=None), first, drifted(spec, reported, 1.3))
+    rerun_by(request_rerun(run, user=None, not_by=[]), first, drifted(spec, reported, 1.5))  # replaces a's 1.3
+    rerun_by(request_rerun(run, user=None, not_by=[]), second, drifted(spec, reported, 1.6))
+    rerun_by(request_rerun(run, user=None, not_by=[]), third, drifted(spec, reported, 1.9))
+
+    run.refresh_from_db()
+    assert (run.evidence, run.reported_latency_ns) == ("reproduced", reported)
+    assert run.latency_ns == pytest.approx(reported * 1.6)  # the median of 1.5, 1.6 and 1.9, not the newest
+    board = {row["runId"]: row for row in client.get(run.group.get_absolute_url() + ".json").json()["runs"]}
+    assert board[run.run_id]["latencyNs"] == pytest.approx(reported * 1.6)
+    assert "(their median, one rerun per worker)" in visible_text(client.get(run.get_absolute_url()).content)
 
 
 def test_with_distinct_hosts_two_keys_on_one_host_are_one_worker(

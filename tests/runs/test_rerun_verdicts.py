@@ -15,12 +15,12 @@ from django.test import Client
 from django.utils import timezone
 
 from harness.parent.worker import harness_command, read_job
-from records.rerun import LATENCY_CLOCK, RULE_VERSION
+from records.rerun import RULE_VERSION
 from records.sources import rerun_protocol_of
 from runs.models import Run
 from runs.selectors import document_value
 from tests.pages import visible_text
-from tests.results import harness_result, speedup_result
+from tests.results import drifted, harness_result
 from tests.runs import attested
 from verification.models import EvidenceChange, RerunRequest
 from verification.reruns import request_rerun, rerun_job, sweep_reruns
@@ -149,31 +149,13 @@ def test_the_rerun_follows_the_protocol_of_the_runs_source(
     assert "--fresh-inputs" not in command
 
 
-def drifted(run: Run, slower: float) -> dict[str, Any]:
-    """A quiet rerun's result that measures every speedup the run claims, narrowly, but its latencies `slower`
-    times what it reported: what a shared host's drift between two moments looks like."""
-    spec = document_value(run.digest)["spec"]
-    result = speedup_result(
-        [(case["speedup"], case["speedup"] * 0.98, case["speedup"] * 1.02) for case in spec["cases"]]
-    )
-    result["host_busy"] = 0.02
-    result["limits"] = {"clock_check": LATENCY_CLOCK}
-    for case, claimed in zip(result["cases"], spec["cases"], strict=True):
-        latency = claimed["latencyNs"] * slower
-        case.update(
-            uuid=claimed["workload"], latency={"median_ns": latency, "ci95_ns": [latency * 0.98, latency * 1.02]}
-        )
-    latency = run.reported_latency * slower
-    result["latency"] = {**result["latency"], "median_ns": latency, "ci95_ns": [latency * 0.98, latency * 1.02]}
-    return result
-
-
 def test_a_run_reproduced_with_its_latency_only_within_the_hosts_drift_is_ranked_by_the_reruns(
     client: Client, moderator: User, demo: Callable[[str], Run]
 ) -> None:
     run = demo("rmsnorm-vectorised")
     reported = run.latency_ns
-    rerun = finish(request_rerun(run, user=moderator), drifted(run, 1.6))
+    spec = document_value(run.digest)["spec"]
+    rerun = finish(request_rerun(run, user=moderator), drifted(spec, reported, 1.6))
     assert rerun.verdict == "reproduced"
     assert "within the host's drift only" in rerun.verdict_reason
     run.refresh_from_db()
@@ -183,4 +165,4 @@ def test_a_run_reproduced_with_its_latency_only_within_the_hosts_drift_is_ranked
     assert rows[run.run_id]["reportedLatencyNs"] == reported
     assert run.group.runs.get(pk=run.pk) in Run.objects.ranked()
     page = visible_text(client.get(run.get_absolute_url()).content)
-    assert "so it is ranked by the rerun's figure" in page
+    assert "so it is ranked by the reruns' figure" in page
