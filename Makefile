@@ -80,13 +80,13 @@ beat: $(VENV)/.installed
 	$(BIN)/celery -A kernelindex beat --loglevel=info
 
 # The tests whose outcome does not depend on having the CPU to themselves run two at a time: pages, the API,
-# records, notes, and in tests/runs everything but RUNS_ALONE (their rerun workers judge at a tolerance of 1.0,
-# tests/runs/conftest.py, and mostly wait on beats and sweeps). Then the rest run one at a time, so that
-# nothing else takes the CPU from the sandboxes, workers and servers they measure: the harness, make run and
-# serve, the demo's claims measured here, and the reruns at a real tolerance or a tight time limit. A folder
-# not listed runs alone.
+# records, notes, the browser walk and the docs' checks, and in tests/runs everything but RUNS_ALONE (their
+# rerun workers judge at a tolerance of 1.0, tests/runs/conftest.py, and mostly wait on beats and sweeps). Then
+# the rest run one at a time, so that nothing else takes the CPU from the sandboxes, workers and servers they
+# measure: the harness, make run and serve, the demo's claims measured here, and the reruns at a real tolerance
+# or a tight time limit. A folder not listed runs alone.
 RUNS_ALONE := $(addprefix tests/runs/test_,rerun_worker.py demo_under_load.py)
-SHARED_CPU_TESTS := tests/api tests/web tests/records tests/attestations tests/verification \
+SHARED_CPU_TESTS := tests/api tests/web tests/records tests/attestations tests/verification $(wildcard tests/test_*.py) \
   $(filter-out $(RUNS_ALONE),$(wildcard tests/runs/test_*.py))
 
 test: $(VENV)/.installed
