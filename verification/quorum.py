@@ -15,7 +15,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from records.quorum import NOT_REPRODUCED, REPRODUCED, UNKNOWN_HOST, Quorum, Vote, decide
+from records.quorum import NOT_REPRODUCED, REPRODUCED, UNKNOWN_HOST, Quorum, Vote, decide, standing_votes
 from runs.extensions import TopRunNote
 from runs.models import Run
 from runs.selectors import run_hardware_class
@@ -31,8 +31,8 @@ class Standing:
 
     reruns: list[RerunRequest]
     quorum: Quorum
-    # Each key's latest rerun where it votes for the level the quorum gives, newest first: the run is ranked by
-    # the median of what these measured (verification.reruns).
+    # Each key's latest rerun (records.quorum.standing_votes) where it votes for the level the quorum gives: the
+    # run is ranked by the median of what these measured (verification.reruns).
     agreeing: list[RerunRequest] = field(default_factory=list)
 
     @property
@@ -74,10 +74,9 @@ def standing_of(reruns_newest_first: Sequence[RerunRequest]) -> Standing:
     version = voted[0][0].run_digest
     of_version = [(request, vote) for request, vote in voted if request.run_digest == version]
     decided = decide_votes(vote for _, vote in of_version)
-    latest: dict[str, tuple[RerunRequest, Vote]] = {}
-    for request, vote in of_version:
-        latest.setdefault(vote.key_id, (request, vote))
-    agreeing = [request for request, vote in latest.values() if vote.level == decided.level]
+    by_order = {vote.order: request for request, vote in of_version}
+    standing = standing_votes(vote for _, vote in of_version)
+    agreeing = [by_order[vote.order] for vote in standing if vote.level == decided.level]
     return Standing([request for request, _ in of_version], decided, agreeing)
 
 
